@@ -1,0 +1,251 @@
+#include "config/config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace config {
+namespace {
+
+using nlohmann::json;
+
+// Reads fields of one JSON object, rejecting unknown keys so typos do not pass silently.
+class ObjectReader {
+ public:
+  ObjectReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
+    if (!object_.is_object()) fail(path_, "must be an object");
+  }
+
+  template <typename T>
+  void read(const char* key, T& out) {
+    seen_.insert(key);
+    const auto it = object_.find(key);
+    if (it == object_.end()) return;
+    try {
+      out = it->template get<T>();
+    } catch (const json::exception&) {
+      fail(field(key), "has the wrong type (got " + it->dump() + ")");
+    }
+  }
+
+  const json* child(const char* key) {
+    seen_.insert(key);
+    const auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
+  }
+
+  void rejectUnknown() const {
+    for (const auto& [key, value] : object_.items()) {
+      if (!seen_.count(key)) fail(field(key.c_str()), "is not a known setting");
+    }
+  }
+
+  [[nodiscard]] std::string field(const char* key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  [[noreturn]] static void fail(const std::string& path, const std::string& what) {
+    throw ConfigError("config: " + path + " " + what);
+  }
+
+ private:
+  const json& object_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+void requireAtLeast(std::int64_t value, std::int64_t minimum, const std::string& path) {
+  if (value < minimum) ObjectReader::fail(path, "must be >= " + std::to_string(minimum));
+}
+
+void readDocker(ObjectReader& parent, DockerConfig& out) {
+  const json* node = parent.child("docker");
+  if (!node) return;
+  ObjectReader r(*node, "docker");
+  r.read("socket_path", out.socket_path);
+  r.read("api_version", out.api_version);
+  r.read("request_timeout_ms", out.request_timeout_ms);
+  r.rejectUnknown();
+  requireAtLeast(out.request_timeout_ms, 100, "docker.request_timeout_ms");
+}
+
+void readSandbox(ObjectReader& parent, SandboxConfig& out) {
+  const json* node = parent.child("sandbox");
+  if (!node) return;
+  ObjectReader r(*node, "sandbox");
+  r.read("image", out.image);
+  r.read("runtime", out.runtime);
+  r.read("strict_gvisor", out.strict_gvisor);
+  r.read("memory_mib", out.memory_mib);
+  r.read("cpus", out.cpus);
+  r.read("pids_limit", out.pids_limit);
+  r.read("tmp_size_mib", out.tmp_size_mib);
+  r.read("workdir_size_mib", out.workdir_size_mib);
+  r.read("workdir", out.workdir);
+  r.read("user", out.user);
+  r.read("read_only_root", out.read_only_root);
+  r.read("agent_path", out.agent_path);
+  r.read("allow_custom_images", out.allow_custom_images);
+  r.read("allow_dockerfile", out.allow_dockerfile);
+  r.rejectUnknown();
+  if (out.runtime != "runsc" && out.runtime != "runc") {
+    ObjectReader::fail("sandbox.runtime", "must be \"runsc\" or \"runc\"");
+  }
+  requireAtLeast(out.memory_mib, 16, "sandbox.memory_mib");
+  if (out.cpus <= 0.0) ObjectReader::fail("sandbox.cpus", "must be > 0");
+  requireAtLeast(out.pids_limit, 32, "sandbox.pids_limit");
+  requireAtLeast(out.tmp_size_mib, 1, "sandbox.tmp_size_mib");
+  requireAtLeast(out.workdir_size_mib, 1, "sandbox.workdir_size_mib");
+  if (out.workdir.empty() || out.workdir.front() != '/') {
+    ObjectReader::fail("sandbox.workdir", "must be an absolute path");
+  }
+  if (out.image.empty()) ObjectReader::fail("sandbox.image", "must not be empty");
+}
+
+void readExecution(ObjectReader& parent, ExecutionConfig& out) {
+  const json* node = parent.child("execution");
+  if (!node) return;
+  ObjectReader r(*node, "execution");
+  r.read("default_timeout_s", out.default_timeout_s);
+  r.read("max_timeout_s", out.max_timeout_s);
+  r.read("max_output_bytes", out.max_output_bytes);
+  r.read("max_file_bytes", out.max_file_bytes);
+  r.rejectUnknown();
+  requireAtLeast(out.default_timeout_s, 1, "execution.default_timeout_s");
+  requireAtLeast(out.max_timeout_s, out.default_timeout_s, "execution.max_timeout_s");
+  requireAtLeast(out.max_output_bytes, 1024, "execution.max_output_bytes");
+  requireAtLeast(out.max_file_bytes, 1024, "execution.max_file_bytes");
+  if (out.max_file_bytes > 48LL * 1024 * 1024) {
+    ObjectReader::fail("execution.max_file_bytes", "must be <= 50331648 (48 MiB)");
+  }
+}
+
+void readSessions(ObjectReader& parent, SessionsConfig& out) {
+  const json* node = parent.child("sessions");
+  if (!node) return;
+  ObjectReader r(*node, "sessions");
+  r.read("max_sessions", out.max_sessions);
+  r.read("idle_timeout_s", out.idle_timeout_s);
+  r.rejectUnknown();
+  requireAtLeast(out.max_sessions, 1, "sessions.max_sessions");
+  requireAtLeast(out.idle_timeout_s, 1, "sessions.idle_timeout_s");
+}
+
+void readVolumes(ObjectReader& parent, VolumesConfig& out) {
+  const json* node = parent.child("volumes");
+  if (!node) return;
+  ObjectReader r(*node, "volumes");
+  const json* dirs = r.child("allowed_host_dirs");
+  r.rejectUnknown();
+  if (!dirs) return;
+  if (!dirs->is_array()) ObjectReader::fail("volumes.allowed_host_dirs", "must be an array");
+  for (std::size_t i = 0; i < dirs->size(); ++i) {
+    const std::string path = "volumes.allowed_host_dirs[" + std::to_string(i) + "]";
+    ObjectReader dir(dirs->at(i), path);
+    AllowedHostDir entry;
+    dir.read("path", entry.path);
+    dir.read("allow_rw", entry.allow_rw);
+    dir.rejectUnknown();
+    if (entry.path.empty() || entry.path.front() != '/') {
+      ObjectReader::fail(path + ".path", "must be an absolute host path");
+    }
+    entry.path = std::filesystem::path(entry.path).lexically_normal().string();
+    if (entry.path.size() > 1 && entry.path.back() == '/') entry.path.pop_back();
+    out.allowed_host_dirs.push_back(entry);
+  }
+}
+
+void readHttp(ObjectReader& parent, HttpConfig& out) {
+  const json* node = parent.child("http");
+  if (!node) return;
+  ObjectReader r(*node, "http");
+  r.read("path", out.path);
+  r.read("max_body_bytes", out.max_body_bytes);
+  r.read("allowed_origins", out.allowed_origins);
+  r.read("session_idle_timeout_s", out.session_idle_timeout_s);
+  r.rejectUnknown();
+  if (out.path.empty() || out.path.front() != '/') {
+    ObjectReader::fail("http.path", "must start with /");
+  }
+  requireAtLeast(out.max_body_bytes, 1024, "http.max_body_bytes");
+  requireAtLeast(out.session_idle_timeout_s, 1, "http.session_idle_timeout_s");
+}
+
+}  // namespace
+
+ServerConfig fromJson(const json& document) {
+  ServerConfig config;
+  ObjectReader root(document, "");
+  readDocker(root, config.docker);
+  readSandbox(root, config.sandbox);
+  readExecution(root, config.execution);
+  readSessions(root, config.sessions);
+  readVolumes(root, config.volumes);
+  readHttp(root, config.http);
+  root.read("log_level", config.log_level);
+  root.rejectUnknown();
+  static const std::set<std::string> kLevels{"trace", "debug", "info", "warn", "error", "off"};
+  if (!kLevels.count(config.log_level)) {
+    ObjectReader::fail("log_level", "must be one of trace, debug, info, warn, error, off");
+  }
+  return config;
+}
+
+ServerConfig loadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("config: cannot open " + path + " (check the --config path)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  json document;
+  try {
+    document = json::parse(buffer.str());
+  } catch (const json::parse_error& e) {
+    throw ConfigError("config: " + path + " is not valid JSON: " + e.what());
+  }
+  return fromJson(document);
+}
+
+json toJson(const ServerConfig& c) {
+  json dirs = json::array();
+  for (const auto& d : c.volumes.allowed_host_dirs) {
+    dirs.push_back({{"path", d.path}, {"allow_rw", d.allow_rw}});
+  }
+  return json{
+      {"docker",
+       {{"socket_path", c.docker.socket_path},
+        {"api_version", c.docker.api_version},
+        {"request_timeout_ms", c.docker.request_timeout_ms}}},
+      {"sandbox",
+       {{"image", c.sandbox.image},
+        {"runtime", c.sandbox.runtime},
+        {"strict_gvisor", c.sandbox.strict_gvisor},
+        {"memory_mib", c.sandbox.memory_mib},
+        {"cpus", c.sandbox.cpus},
+        {"pids_limit", c.sandbox.pids_limit},
+        {"tmp_size_mib", c.sandbox.tmp_size_mib},
+        {"workdir_size_mib", c.sandbox.workdir_size_mib},
+        {"workdir", c.sandbox.workdir},
+        {"user", c.sandbox.user},
+        {"read_only_root", c.sandbox.read_only_root},
+        {"agent_path", c.sandbox.agent_path},
+        {"allow_custom_images", c.sandbox.allow_custom_images},
+        {"allow_dockerfile", c.sandbox.allow_dockerfile}}},
+      {"execution",
+       {{"default_timeout_s", c.execution.default_timeout_s},
+        {"max_timeout_s", c.execution.max_timeout_s},
+        {"max_output_bytes", c.execution.max_output_bytes},
+        {"max_file_bytes", c.execution.max_file_bytes}}},
+      {"sessions",
+       {{"max_sessions", c.sessions.max_sessions},
+        {"idle_timeout_s", c.sessions.idle_timeout_s}}},
+      {"volumes", {{"allowed_host_dirs", dirs}}},
+      {"http",
+       {{"path", c.http.path},
+        {"max_body_bytes", c.http.max_body_bytes},
+        {"allowed_origins", c.http.allowed_origins},
+        {"session_idle_timeout_s", c.http.session_idle_timeout_s}}},
+      {"log_level", c.log_level}};
+}
+
+}  // namespace config

@@ -1,0 +1,85 @@
+// sandbox-mcp configuration: one struct, units in field names, loaded from JSON. Every field has a
+// default, so an empty file (or none) is a complete, secure configuration. Immutable after load.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace config {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct AllowedHostDir {
+  std::string path;       // host directory (absolute); volumes may mount it or anything below it
+  bool allow_rw = false;  // whether a volume may ask for mode "rw" here
+};
+
+struct DockerConfig {
+  std::string socket_path = "/var/run/docker.sock";
+  std::string api_version = "v1.41";  // Docker 20.10+ (Debian 12's docker.io)
+  std::int64_t request_timeout_ms = 30000;
+};
+
+struct SandboxConfig {
+  std::string image = "sandbox-mcp/python:latest";
+  std::string runtime = "runsc";  // gVisor; "runc" only as a logged, opt-in weakening
+  bool strict_gvisor = false;     // refuse to start sessions when runsc is unavailable
+  std::int64_t memory_mib = 512;
+  double cpus = 1.0;
+  std::int64_t pids_limit = 256;  // runsc counts its own Sentry threads here (DESIGN.md)
+  std::int64_t tmp_size_mib = 256;
+  std::int64_t workdir_size_mib = 256;
+  std::string workdir = "/workspace";
+  std::string user = "65534:65534";  // nobody; empty keeps the image's user
+  bool read_only_root = true;
+  std::string agent_path;  // host path of sandbox-agent; empty = next to the sandbox-mcp binary
+  bool allow_custom_images = true;  // `image` argument: any image already on the engine
+  bool allow_dockerfile = true;     // `dockerfile` argument: built through the engine, cached
+};
+
+struct ExecutionConfig {
+  std::int64_t default_timeout_s = 30;
+  std::int64_t max_timeout_s = 600;
+  std::int64_t max_output_bytes = 1024 * 1024;  // per stream, per execution
+  std::int64_t max_file_bytes = 32 * 1024 * 1024;  // upload_file / download_file
+};
+
+struct SessionsConfig {
+  std::int64_t max_sessions = 64;
+  std::int64_t idle_timeout_s = 900;
+};
+
+struct VolumesConfig {
+  std::vector<AllowedHostDir> allowed_host_dirs;  // empty: the volumes argument is refused
+};
+
+struct HttpConfig {
+  std::string path = "/mcp";
+  std::int64_t max_body_bytes = 4 * 1024 * 1024;
+  std::vector<std::string> allowed_origins;  // empty: loopback origins only
+  std::int64_t session_idle_timeout_s = 1800;
+};
+
+struct ServerConfig {
+  DockerConfig docker;
+  SandboxConfig sandbox;
+  ExecutionConfig execution;
+  SessionsConfig sessions;
+  VolumesConfig volumes;
+  HttpConfig http;
+  std::string log_level = "info";
+};
+
+// Parses and validates; errors name the field path ("sandbox.memory_mib: must be >= 16").
+[[nodiscard]] ServerConfig fromJson(const nlohmann::json& document);
+[[nodiscard]] ServerConfig loadFile(const std::string& path);
+[[nodiscard]] nlohmann::json toJson(const ServerConfig& config);
+
+}  // namespace config

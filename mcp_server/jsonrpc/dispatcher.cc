@@ -1,0 +1,111 @@
+#include "jsonrpc/dispatcher.h"
+
+#include <exception>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "jsonrpc/errors.h"
+
+namespace jsonrpc {
+namespace {
+
+bool isValidId(const json& id) { return id.is_string() || id.is_number_integer(); }
+
+// Client->server responses (to server requests we never send) carry result/error, no method.
+bool isResponse(const json& message) {
+  return !message.contains("method") && (message.contains("result") || message.contains("error"));
+}
+
+std::string describeEnvelopeProblem(const json& message) {
+  if (!message.is_object()) return "a JSON-RPC message must be a JSON object";
+  if (message.value("jsonrpc", json()) != "2.0") return "\"jsonrpc\" must be exactly \"2.0\"";
+  const auto method = message.find("method");
+  if (method == message.end() || !method->is_string()) return "\"method\" must be a string";
+  const auto id = message.find("id");
+  if (id != message.end() && !isValidId(*id)) return "\"id\" must be a string or an integer";
+  const auto params = message.find("params");
+  if (params != message.end() && !params->is_object() && !params->is_array()) {
+    return "\"params\" must be an object or an array when present";
+  }
+  return {};
+}
+
+}  // namespace
+
+json makeResult(const json& id, json result) {
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}};
+}
+
+json makeError(const json& id, int code, const std::string& message, const json& data) {
+  json error{{"code", code}, {"message", message}};
+  if (!data.is_null()) error["data"] = data;
+  return json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
+}
+
+void Dispatcher::onRequest(const std::string& method, RequestHandler handler) {
+  requests_[method] = std::move(handler);
+}
+
+void Dispatcher::onNotification(const std::string& method, NotificationHandler handler) {
+  notifications_[method] = std::move(handler);
+}
+
+std::optional<json> Dispatcher::handle(const json& message, RequestContext& ctx) const {
+  if (!message.is_array()) return handleOne(message, ctx);
+  if (message.empty()) {
+    return makeError(nullptr, kInvalidRequest, "Invalid Request: an empty batch is not allowed");
+  }
+  json replies = json::array();
+  for (const auto& item : message) {
+    if (auto reply = handleOne(item, ctx)) replies.push_back(std::move(*reply));
+  }
+  if (replies.empty()) return std::nullopt;
+  return replies;
+}
+
+std::optional<json> Dispatcher::handleOne(const json& message, RequestContext& ctx) const {
+  if (message.is_object() && isResponse(message)) return std::nullopt;
+  if (auto problem = describeEnvelopeProblem(message); !problem.empty()) {
+    json id = nullptr;
+    if (message.is_object() && message.contains("id") && isValidId(message["id"])) {
+      id = message["id"];
+    }
+    return makeError(id, kInvalidRequest, "Invalid Request: " + problem);
+  }
+  const std::string& method = message["method"].get_ref<const std::string&>();
+  const json params = message.value("params", json::object());
+  const bool is_notification = !message.contains("id");
+
+  if (is_notification) {
+    static const json kNullId = nullptr;
+    CallContext call{kNullId, ctx};
+    const auto it = notifications_.find(method);
+    if (it == notifications_.end()) return std::nullopt;  // unknown notifications are ignored
+    try {
+      it->second(params, call);
+    } catch (const std::exception& e) {
+      spdlog::warn("notification {} failed: {}", method, e.what());
+    }
+    return std::nullopt;
+  }
+
+  const json& id = message["id"];
+  const auto it = requests_.find(method);
+  if (it == requests_.end()) {
+    return makeError(id, kMethodNotFound, "Method not found: " + method);
+  }
+  CallContext call{id, ctx};
+  try {
+    return makeResult(id, it->second(params, call));
+  } catch (const Error& e) {
+    return makeError(id, e.code(), e.what(), e.data());
+  } catch (const json::exception& e) {
+    return makeError(id, kInvalidParams, std::string("Invalid params: ") + e.what());
+  } catch (const std::exception& e) {
+    spdlog::error("{} failed: {}", method, e.what());
+    return makeError(id, kInternalError, std::string("Internal error: ") + e.what());
+  }
+}
+
+}  // namespace jsonrpc

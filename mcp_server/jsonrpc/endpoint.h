@@ -1,0 +1,59 @@
+// What a transport needs from the protocol layer, and nothing about sockets or pipes.
+// A transport opens one Endpoint per client connection (stdio: one for the process; HTTP: one per
+// Mcp-Session-Id) and feeds it parsed JSON messages. Endpoints are thread-safe: handle() is called
+// concurrently from worker threads (a long tools/call must not delay a ping or a cancellation).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace jsonrpc {
+
+using json = nlohmann::json;
+
+// Per-message context supplied by the transport.
+struct RequestContext {
+  // Sends a server->client message (a notification such as notifications/progress or
+  // notifications/message) tied to the request being handled. Over HTTP the first call switches
+  // the POST response to an SSE stream; over stdio it is written to stdout. May be empty.
+  std::function<void(const json& message)> notify;
+  // Identifies the authenticated principal/connection; used for logging only.
+  std::string peer;
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  // Handles one JSON-RPC message or batch. Returns the response (object or array) to send, or
+  // nullopt when nothing is to be written (notifications, responses, batches of those).
+  // Never throws: protocol faults become JSON-RPC error responses.
+  virtual std::optional<json> handle(const json& message, RequestContext& ctx) = 0;
+
+  // The client went away (stdio EOF, HTTP DELETE, idle expiry): release what it owns.
+  virtual void close() = 0;
+
+  // Negotiated protocol version once initialize succeeded, else empty.
+  [[nodiscard]] virtual std::string protocolVersion() const = 0;
+};
+
+class EndpointFactory {
+ public:
+  virtual ~EndpointFactory() = default;
+  // `owner` is a stable, unguessable identity for the connection (the HTTP Mcp-Session-Id, or
+  // "stdio"); resources created through the endpoint belong to it.
+  virtual std::shared_ptr<Endpoint> open(const std::string& owner) = 0;
+};
+
+// Parse errors are the transport's to report because the dispatcher only sees parsed JSON.
+[[nodiscard]] inline json parseErrorResponse(const std::string& detail) {
+  return json{{"jsonrpc", "2.0"},
+              {"id", nullptr},
+              {"error", {{"code", -32700}, {"message", "Parse error: " + detail}}}};
+}
+
+}  // namespace jsonrpc

@@ -1,0 +1,127 @@
+// The sandbox abstraction the tools use. A Backend creates Sandboxes; a Sandbox is one isolated
+// environment with a live agent channel. Implementations are thread-safe: exec() and the file
+// operations may be called from several threads (the agent serialises executions itself).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/cancel_token.h"
+
+namespace sandbox {
+
+// Thrown for failures a caller can act on; what() says what happened and what to do next.
+class SandboxError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct VolumeMount {
+  std::string host_path;
+  std::string container_path;
+  bool read_only = true;
+};
+
+struct Limits {
+  std::int64_t memory_mib = 512;  // hard limit; swap is disabled (memory-swap == memory)
+  double cpus = 1.0;
+  std::int64_t pids = 256;        // under runsc this also counts the Sentry's own threads
+  std::int64_t tmp_size_mib = 256;        // tmpfs /tmp
+  std::int64_t workdir_size_mib = 256;    // tmpfs working directory
+};
+
+struct SandboxSpec {
+  std::string image;
+  std::string runtime;  // "runsc" or "runc", already resolved against what the engine offers
+  std::map<std::string, std::string> environment;
+  std::vector<VolumeMount> volumes;
+  Limits limits;
+  std::string user;                   // "uid:gid"; empty keeps the image's user
+  std::string workdir = "/workspace";  // a writable tmpfs
+  bool read_only_root = true;
+  std::map<std::string, std::string> labels;  // merged with the backend's ownership labels
+};
+
+enum class ExecKind { kPython, kShell };
+
+struct ExecRequest {
+  ExecKind kind = ExecKind::kPython;
+  std::string code;
+  std::chrono::milliseconds timeout{30000};
+  std::size_t max_output_bytes = 1024 * 1024;  // per stream
+  bool stream = false;                         // deliver output events while running
+};
+
+struct ExecResult {
+  std::string status;  // success | error | timeout | cancelled
+  std::string stdout_text;
+  std::string stderr_text;
+  int exit_code = 0;
+  std::optional<std::string> result;  // repr of a trailing bare expression (Python only)
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::uint64_t stdout_bytes = 0;
+  std::uint64_t stderr_bytes = 0;
+  double duration_ms = 0;
+  bool state_lost = false;  // the Python interpreter was restarted: globals are gone
+};
+
+// Called from the channel's reader thread for each chunk of streamed output.
+using OutputCallback = std::function<void(std::string_view stream, std::string_view data)>;
+
+struct FileEntry {
+  std::string name;
+  std::string type;  // file | dir | symlink | other
+  std::uint64_t size = 0;
+  std::int64_t mtime = 0;  // unix seconds
+};
+
+class Sandbox {
+ public:
+  virtual ~Sandbox() = default;  // tears the environment down; never throws
+
+  [[nodiscard]] virtual const std::string& id() const noexcept = 0;
+  [[nodiscard]] virtual const std::string& runtime() const noexcept = 0;
+  [[nodiscard]] virtual const std::string& image() const noexcept = 0;
+  // Engine view of the environment: running, exited, dead, ... ("gone" when it no longer exists).
+  [[nodiscard]] virtual std::string status() = 0;
+  // False once the agent channel is closed (container died, OOM-killed, removed).
+  [[nodiscard]] virtual bool alive() const noexcept = 0;
+
+  virtual ExecResult exec(const ExecRequest& request, CancelToken& cancel,
+                          const OutputCallback& on_output) = 0;
+  virtual std::size_t writeFile(const std::string& path, std::string_view bytes,
+                                int mode = 0644) = 0;
+  virtual std::string readFile(const std::string& path, std::size_t max_bytes) = 0;
+  virtual std::vector<FileEntry> listFiles(const std::string& path) = 0;
+};
+
+struct HealthCheck {
+  std::string name;
+  bool ok = false;
+  std::string detail;  // what was found, or exactly what to run to fix it
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::unique_ptr<Sandbox> create(const SandboxSpec& spec) = 0;
+  [[nodiscard]] virtual bool imageExists(const std::string& image) = 0;
+  // Builds a Dockerfile (no build context) once per content hash; returns the image tag.
+  virtual std::string buildImage(const std::string& dockerfile) = 0;
+  [[nodiscard]] virtual std::vector<std::string> runtimes() = 0;
+  // Removes environments left by an earlier server instance; returns how many.
+  virtual int removeOrphans() = 0;
+  [[nodiscard]] virtual std::vector<HealthCheck> healthChecks() = 0;
+};
+
+}  // namespace sandbox

@@ -1,0 +1,69 @@
+// The MCP protocol layer: lifecycle (initialize, ping), tools, logging/setLevel and cancellation.
+// McpServer is the EndpointFactory transports use; each client connection gets an McpEndpoint
+// whose sandbox sessions belong to it alone. Thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "common/cancel_token.h"
+#include "config/config.h"
+#include "jsonrpc/dispatcher.h"
+#include "jsonrpc/endpoint.h"
+#include "server/session_manager.h"
+#include "tools/tool_registry.h"
+
+namespace server {
+
+inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
+[[nodiscard]] bool isSupportedProtocolVersion(const std::string& version);
+
+class McpServer : public jsonrpc::EndpointFactory {
+ public:
+  McpServer(const config::ServerConfig& config, SessionManager& sessions,
+            const tools::ToolRegistry& tools)
+      : config_(config), sessions_(sessions), tools_(tools) {}
+
+  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
+
+ private:
+  const config::ServerConfig& config_;
+  SessionManager& sessions_;
+  const tools::ToolRegistry& tools_;
+};
+
+class McpEndpoint : public jsonrpc::Endpoint {
+ public:
+  McpEndpoint(std::string owner, const config::ServerConfig& config, SessionManager& sessions,
+              const tools::ToolRegistry& tools);
+
+  std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
+                                      jsonrpc::RequestContext& ctx) override;
+  void close() override;
+  [[nodiscard]] std::string protocolVersion() const override;
+
+ private:
+  jsonrpc::json initialize(const jsonrpc::json& params);
+  jsonrpc::json callTool(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  jsonrpc::json setLogLevel(const jsonrpc::json& params);
+  void cancelled(const jsonrpc::json& params);
+  void requireInitialized() const;
+  // Sends notifications/message to the client when it asked for logs at that level.
+  void clientLog(jsonrpc::RequestContext& ctx, const std::string& level, const std::string& text);
+
+  const std::string owner_;
+  const config::ServerConfig& config_;
+  SessionManager& sessions_;
+  const tools::ToolRegistry& tools_;
+  jsonrpc::Dispatcher dispatcher_;
+
+  mutable std::mutex mutex_;
+  std::string protocol_version_;
+  int client_log_level_ = -1;  // index into the MCP levels; -1 until logging/setLevel
+  bool closed_ = false;
+  std::unordered_map<std::string, std::shared_ptr<CancelToken>> in_flight_;
+};
+
+}  // namespace server

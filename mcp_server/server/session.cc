@@ -1,0 +1,42 @@
+#include "server/session.h"
+
+namespace server {
+
+namespace {
+double nowUnix() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Session::Session(std::string id, std::string owner, SessionOptions options,
+                 std::unique_ptr<sandbox::Sandbox> sandbox)
+    : id_(std::move(id)),
+      owner_(std::move(owner)),
+      options_(std::move(options)),
+      sandbox_(std::move(sandbox)),
+      created_at_unix_(nowUnix()),
+      created_(Clock::now()),
+      last_used_ns_(created_.time_since_epoch().count()) {}
+
+double Session::uptimeSeconds() const noexcept {
+  return std::chrono::duration<double>(Clock::now() - created_).count();
+}
+
+double Session::idleSeconds() const noexcept {
+  if (inUse()) return 0;
+  const Clock::time_point last{Clock::duration{last_used_ns_.load()}};
+  return std::chrono::duration<double>(Clock::now() - last).count();
+}
+
+void Session::beginUse() noexcept {
+  users_.fetch_add(1);
+  touch();
+}
+
+void Session::endUse() noexcept {
+  touch();
+  users_.fetch_sub(1);
+}
+
+}  // namespace server

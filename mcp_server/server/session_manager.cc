@@ -1,0 +1,337 @@
+#include "server/session_manager.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "common/random_id.h"
+
+namespace server {
+namespace {
+
+using sandbox::SandboxError;
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto logger = [] {
+    auto existing = spdlog::get("sessions");
+    return existing ? existing : spdlog::default_logger()->clone("sessions");
+  }();
+  return logger;
+}
+
+std::string unknownSessionMessage(const std::string& id) {
+  return "Unknown session '" + id +
+         "': it does not exist, has expired or belongs to another client. Call run_code or "
+         "run_shell without session_id (or with a new id) to start a session.";
+}
+
+bool sameVolumes(const std::vector<sandbox::VolumeMount>& a,
+                 const std::vector<sandbox::VolumeMount>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+           return x.host_path == y.host_path && x.container_path == y.container_path &&
+                  x.read_only == y.read_only;
+         });
+}
+
+// Names the first option that differs, so the caller knows which argument to drop.
+std::string firstDifference(const SessionOptions& have, const SessionOptions& want) {
+  if (want.image != have.image) return "image";
+  if (want.dockerfile != have.dockerfile) return "dockerfile";
+  if (want.environment != have.environment) return "environment";
+  if (!sameVolumes(want.volumes, have.volumes)) return "volumes";
+  if (want.mcp_allowlist != have.mcp_allowlist) return "mcp_allowlist";
+  return {};
+}
+
+}  // namespace
+
+SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Backend& backend)
+    : config_(config), backend_(backend), reaper_([this] { reapLoop(); }) {}
+
+SessionManager::~SessionManager() { shutdown(); }
+
+std::optional<std::string> SessionManager::checkSessionId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return "session_id must be 1 to 64 characters long";
+  for (const char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    if (!ok) return "session_id may only contain letters, digits, '-', '_' and '.'";
+  }
+  return std::nullopt;
+}
+
+SessionManager::Acquired SessionManager::acquire(const std::string& owner, const std::string& id,
+                                                 const SessionOptions& options,
+                                                 bool options_given) {
+  const std::string session_id = id.empty() ? "s-" + common::randomHex(8) : id;
+  if (auto problem = checkSessionId(session_id)) throw SandboxError(*problem);
+
+  std::promise<std::shared_ptr<Session>> promise;
+  {
+    std::unique_lock lock(mutex_);
+    if (stopping_) throw SandboxError("the server is shutting down; retry on a new connection");
+    const auto it = sessions_.find(key(owner, session_id));
+    if (it != sessions_.end()) {
+      Pending pending = it->second;
+      lock.unlock();
+      auto session = pending.get();  // rethrows the creator's error
+      if (options_given) {
+        if (auto field = firstDifference(session->options(), options); !field.empty()) {
+          throw SandboxError("session '" + session_id + "' was created with a different " +
+                             field + "; session options are fixed at creation. Omit " + field +
+                             " to keep using this session, or start a new session for it.");
+        }
+      }
+      return {session, false};
+    }
+    if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
+      throw SandboxError("busy: the server is at its limit of " +
+                         std::to_string(config_.sessions.max_sessions) +
+                         " sessions (sessions.max_sessions). Free one with cleanup_session, or "
+                         "retry after idle sessions expire.");
+    }
+    sessions_.emplace(key(owner, session_id), promise.get_future().share());
+  }
+  try {
+    auto session = createSession(owner, session_id, options);
+    promise.set_value(session);
+    return {session, true};
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard lock(mutex_);
+    sessions_.erase(key(owner, session_id));
+    throw;
+  }
+}
+
+std::string SessionManager::resolveRuntime() {
+  std::lock_guard lock(mutex_);
+  if (runtime_) return *runtime_;
+  const auto available = backend_.runtimes();
+  const bool has = [&](const std::string& name) {
+    return std::find(available.begin(), available.end(), name) != available.end();
+  }(config_.sandbox.runtime);
+  if (has) {
+    runtime_ = config_.sandbox.runtime;
+    if (*runtime_ == "runc") {
+      log()->warn("sandbox.runtime is runc: sandboxes share the host kernel (no gVisor)");
+    }
+  } else if (config_.sandbox.strict_gvisor) {
+    throw SandboxError("gVisor (runsc) is not registered with the Docker engine and "
+                       "sandbox.strict_gvisor is on: run scripts/setup.sh (it installs runsc and "
+                       "adds it to /etc/docker/daemon.json), then retry");
+  } else {
+    log()->warn("runtime {} is not registered with the engine; falling back to runc. Sandboxes "
+                "are weaker without gVisor: run scripts/setup.sh, or set sandbox.strict_gvisor",
+                config_.sandbox.runtime);
+    runtime_ = "runc";
+  }
+  return *runtime_;
+}
+
+std::string SessionManager::resolveImage(const SessionOptions& options) {
+  if (!options.dockerfile.empty()) {
+    if (!config_.sandbox.allow_dockerfile) {
+      throw SandboxError("the dockerfile argument is disabled on this server "
+                         "(sandbox.allow_dockerfile); use the default image");
+    }
+    return backend_.buildImage(options.dockerfile);
+  }
+  if (options.image.empty()) return config_.sandbox.image;
+  if (!config_.sandbox.allow_custom_images && options.image != config_.sandbox.image) {
+    throw SandboxError("the image argument is disabled on this server "
+                       "(sandbox.allow_custom_images); omit it to use " + config_.sandbox.image);
+  }
+  if (!backend_.imageExists(options.image)) {
+    throw SandboxError("image '" + options.image + "' is not present on the Docker engine and "
+                       "this server never pulls images. Omit image to use " +
+                       config_.sandbox.image + ", or have the operator build or load it.");
+  }
+  return options.image;
+}
+
+std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
+                                                       const std::string& id,
+                                                       const SessionOptions& options) {
+  sandbox::SandboxSpec spec;
+  spec.runtime = resolveRuntime();
+  spec.image = resolveImage(options);
+  spec.environment = options.environment;
+  spec.volumes = options.volumes;
+  spec.limits.memory_mib = config_.sandbox.memory_mib;
+  spec.limits.cpus = config_.sandbox.cpus;
+  spec.limits.pids = config_.sandbox.pids_limit;
+  spec.limits.tmp_size_mib = config_.sandbox.tmp_size_mib;
+  spec.limits.workdir_size_mib = config_.sandbox.workdir_size_mib;
+  spec.user = config_.sandbox.user;
+  spec.workdir = config_.sandbox.workdir;
+  spec.read_only_root = config_.sandbox.read_only_root;
+  spec.labels["sandbox-mcp.session"] = id;
+  for (const auto& volume : spec.volumes) {
+    log()->info("session {}: mounting host {} at {} ({})", id, volume.host_path,
+                volume.container_path, volume.read_only ? "ro" : "rw");
+  }
+  auto sandbox = backend_.create(spec);
+  log()->info("session {} created: container {} image {} runtime {}", id, sandbox->id(),
+              spec.image, spec.runtime);
+  return std::make_shared<Session>(id, owner, options, std::move(sandbox));
+}
+
+std::shared_ptr<Session> SessionManager::find(const std::string& owner, const std::string& id) {
+  if (auto problem = checkSessionId(id)) throw SandboxError(*problem);
+  Pending pending;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = sessions_.find(key(owner, id));
+    if (it == sessions_.end()) throw SandboxError(unknownSessionMessage(id));
+    pending = it->second;
+  }
+  try {
+    return pending.get();
+  } catch (const std::exception&) {
+    throw SandboxError(unknownSessionMessage(id));
+  }
+}
+
+bool SessionManager::remove(const std::string& owner, const std::string& id) {
+  Pending pending;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = sessions_.find(key(owner, id));
+    if (it == sessions_.end()) return false;
+    pending = it->second;
+    sessions_.erase(it);
+  }
+  try {
+    pending.get();  // waits for a creation in flight; the sandbox dies with the last reference
+  } catch (const std::exception&) {
+    return false;
+  }
+  log()->info("session {} removed", id);
+  return true;
+}
+
+void SessionManager::forget(const std::shared_ptr<Session>& session) {
+  std::lock_guard lock(mutex_);
+  const auto it = sessions_.find(key(session->owner(), session->id()));
+  if (it == sessions_.end()) return;
+  const auto& pending = it->second;
+  if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    try {
+      if (pending.get() == session) sessions_.erase(it);
+    } catch (const std::exception&) {
+      sessions_.erase(it);
+    }
+  }
+}
+
+std::vector<std::shared_ptr<Session>> SessionManager::list(const std::string& owner) {
+  std::vector<Pending> pendings;
+  {
+    std::lock_guard lock(mutex_);
+    const std::string prefix = owner + '\n';
+    for (const auto& [k, pending] : sessions_) {
+      if (k.compare(0, prefix.size(), prefix) == 0) pendings.push_back(pending);
+    }
+  }
+  std::vector<std::shared_ptr<Session>> out;
+  for (auto& pending : pendings) {
+    if (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      out.push_back(pending.get());
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a->createdAtUnix() < b->createdAtUnix(); });
+  return out;
+}
+
+void SessionManager::closeOwner(const std::string& owner) {
+  std::vector<Pending> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    const std::string prefix = owner + '\n';
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (it->first.compare(0, prefix.size(), prefix) == 0) {
+        doomed.push_back(it->second);
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& pending : doomed) {
+    try {
+      pending.get();
+    } catch (const std::exception&) {
+    }
+  }
+  if (!doomed.empty()) log()->info("closed {} session(s) of a disconnected client", doomed.size());
+}
+
+std::size_t SessionManager::size() {
+  std::lock_guard lock(mutex_);
+  return sessions_.size();
+}
+
+std::vector<std::shared_ptr<Session>> SessionManager::takeIdle() {
+  std::vector<std::shared_ptr<Session>> idle;
+  const auto limit = static_cast<double>(config_.sessions.idle_timeout_s);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    auto& pending = it->second;
+    if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      try {
+        auto session = pending.get();
+        if (session->idleSeconds() >= limit) {
+          idle.push_back(session);
+          it = sessions_.erase(it);
+          continue;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    ++it;
+  }
+  return idle;
+}
+
+void SessionManager::reapLoop() {
+  const auto period = std::chrono::seconds(
+      std::clamp<std::int64_t>(config_.sessions.idle_timeout_s / 4, 1, 30));
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wake_reaper_.wait_for(lock, period);
+    if (stopping_) break;
+    auto idle = takeIdle();
+    lock.unlock();
+    for (const auto& session : idle) {
+      log()->info("session {} expired after {} s idle (sessions.idle_timeout_s)", session->id(),
+                  config_.sessions.idle_timeout_s);
+    }
+    idle.clear();  // destroys the sandboxes outside the lock
+    lock.lock();
+  }
+}
+
+void SessionManager::shutdown() {
+  std::unordered_map<std::string, Pending> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ && !reaper_.joinable()) return;
+    stopping_ = true;
+    doomed.swap(sessions_);
+  }
+  wake_reaper_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  for (auto& [k, pending] : doomed) {
+    try {
+      pending.get();
+    } catch (const std::exception&) {
+    }
+  }
+  if (!doomed.empty()) log()->info("shut down {} session(s)", doomed.size());
+}
+
+}  // namespace server

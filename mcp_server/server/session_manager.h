@@ -1,0 +1,82 @@
+// Owns every session: creates them through the Backend, finds them by (owner, id), enforces the
+// session limit, expires idle ones and tears everything down on shutdown.
+// Thread-safe: all public methods may be called concurrently. Sandbox creation runs outside the
+// lock, so one slow creation never blocks calls to other sessions.
+#pragma once
+
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.h"
+#include "sandbox/backend.h"
+#include "server/session.h"
+
+namespace server {
+
+class SessionManager {
+ public:
+  SessionManager(const config::ServerConfig& config, sandbox::Backend& backend);
+  ~SessionManager();
+  SessionManager(const SessionManager&) = delete;
+  SessionManager& operator=(const SessionManager&) = delete;
+
+  struct Acquired {
+    std::shared_ptr<Session> session;
+    bool created = false;
+  };
+
+  // Returns the owner's session `id`, creating it (with `options`) when it does not exist yet.
+  // An empty id creates a session with a fresh id. Options passed for an existing session must
+  // match the ones it was created with. Throws sandbox::SandboxError with actionable text.
+  Acquired acquire(const std::string& owner, const std::string& id, const SessionOptions& options,
+                   bool options_given);
+
+  // The owner's existing session, or a SandboxError telling how to create one.
+  [[nodiscard]] std::shared_ptr<Session> find(const std::string& owner, const std::string& id);
+
+  // Destroys the owner's session; false when it did not exist.
+  bool remove(const std::string& owner, const std::string& id);
+  [[nodiscard]] std::vector<std::shared_ptr<Session>> list(const std::string& owner);
+  void closeOwner(const std::string& owner);
+  // Destroys the owner's session after its sandbox died, so the id can start fresh.
+  void forget(const std::shared_ptr<Session>& session);
+
+  [[nodiscard]] std::size_t size();
+  // Runtime new sandboxes get ("runsc" or "runc"); throws when strict_gvisor forbids runc.
+  [[nodiscard]] std::string resolveRuntime();
+  void shutdown();
+
+  // Validates a caller-chosen session id (letters, digits, "-", "_", ".", 1-64 chars).
+  [[nodiscard]] static std::optional<std::string> checkSessionId(const std::string& id);
+
+ private:
+  using Pending = std::shared_future<std::shared_ptr<Session>>;
+
+  [[nodiscard]] static std::string key(const std::string& owner, const std::string& id) {
+    return owner + '\n' + id;
+  }
+  std::shared_ptr<Session> createSession(const std::string& owner, const std::string& id,
+                                         const SessionOptions& options);
+  [[nodiscard]] std::string resolveImage(const SessionOptions& options);
+  void reapLoop();
+  std::vector<std::shared_ptr<Session>> takeIdle();
+
+  const config::ServerConfig& config_;
+  sandbox::Backend& backend_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_reaper_;
+  bool stopping_ = false;
+  std::unordered_map<std::string, Pending> sessions_;
+  std::optional<std::string> runtime_;  // resolved once, on first use
+  std::thread reaper_;
+};
+
+}  // namespace server

@@ -1,0 +1,21 @@
+// Factories for the built-in tools, one per .cc file, and the explicit list that registers them.
+#pragma once
+
+#include "config/config.h"
+#include "tools/tool.h"
+#include "tools/tool_registry.h"
+
+namespace tools {
+
+[[nodiscard]] Tool makeRunCodeTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeRunShellTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeUploadFileTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeDownloadFileTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeListFilesTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeGetSessionStatsTool();
+[[nodiscard]] Tool makeCleanupSessionTool();
+[[nodiscard]] Tool makeListSessionsTool();
+
+void registerBuiltinTools(ToolRegistry& registry, const config::ServerConfig& config);
+
+}  // namespace tools

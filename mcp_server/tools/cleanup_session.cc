@@ -1,0 +1,38 @@
+#include "server/session_manager.h"
+#include "tools/builtin_tools.h"
+
+namespace tools {
+
+Tool makeCleanupSessionTool() {
+  ToolSpec spec{
+      "cleanup_session",
+      "End a session",
+      "Destroy a session and its sandbox container. Its state and files are gone afterwards.",
+      {{"type", "object"},
+       {"properties", {{"session_id", {{"type", "string"}}}}},
+       {"required", {"session_id"}},
+       {"additionalProperties", false}},
+      {{"type", "object"},
+       {"properties",
+        {{"status", {{"type", "string"}, {"enum", {"success"}}}},
+         {"session_id", {{"type", "string"}}}}},
+       {"required", {"status", "session_id"}}},
+      {{"readOnlyHint", false}, {"destructiveHint", true}, {"idempotentHint", false}}};
+  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
+                const auto id = arguments.at("session_id").get<std::string>();
+                if (auto problem = server::SessionManager::checkSessionId(id)) {
+                  return ToolResult::failure(*problem);
+                }
+                if (!ctx.sessions.remove(ctx.owner, id)) {
+                  return ToolResult::failure("Unknown session '" + id +
+                                             "': nothing to clean up (it may have expired). "
+                                             "list_sessions shows your sessions.");
+                }
+                ToolResult out;
+                out.structured = {{"status", "success"}, {"session_id", id}};
+                out.text = "session " + id + " cleaned up";
+                return out;
+              }};
+}
+
+}  // namespace tools

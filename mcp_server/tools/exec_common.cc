@@ -1,0 +1,136 @@
+#include "tools/exec_common.h"
+
+#include <cstdio>
+
+#include "common/random_id.h"
+#include "server/session_manager.h"
+#include "tools/session_options.h"
+
+namespace tools {
+namespace {
+
+std::string renderText(const json& s) {
+  char header[256];
+  std::snprintf(header, sizeof header, "status: %s (exit_code %d, %.1f ms, session %s)",
+                s["status"].get_ref<const std::string&>().c_str(), s["exit_code"].get<int>(),
+                s["duration_ms"].get<double>(), s["session_id"].get_ref<const std::string&>().c_str());
+  std::string text = header;
+  const auto& out = s["stdout"].get_ref<const std::string&>();
+  const auto& err = s["stderr"].get_ref<const std::string&>();
+  if (!out.empty()) text += "\nstdout:\n" + out;
+  if (!err.empty()) text += "\nstderr:\n" + err;
+  if (!s["result"].is_null()) text += "\nresult: " + s["result"].get<std::string>();
+  if (s["truncated"].get<bool>()) {
+    text += "\n[output truncated: " + std::to_string(s["stdout_bytes"].get<std::uint64_t>()) +
+            " stdout bytes and " + std::to_string(s["stderr_bytes"].get<std::uint64_t>()) +
+            " stderr bytes were produced; only the first of each is shown]";
+  }
+  return text;
+}
+
+json toStructured(const sandbox::ExecResult& r, const std::string& execution_id,
+                  const std::string& session_id, bool created) {
+  return json{{"status", r.status},
+              {"stdout", r.stdout_text},
+              {"stderr", r.stderr_text},
+              {"exit_code", r.exit_code},
+              {"result", r.result ? json(*r.result) : json(nullptr)},
+              {"execution_id", execution_id},
+              {"session_id", session_id},
+              {"session_created", created},
+              {"duration_ms", r.duration_ms},
+              {"truncated", r.stdout_truncated || r.stderr_truncated},
+              {"stdout_bytes", r.stdout_bytes},
+              {"stderr_bytes", r.stderr_bytes},
+              {"state_lost", r.state_lost}};
+}
+
+}  // namespace
+
+json execInputSchema(const config::ServerConfig& config, const char* code_field,
+                     const char* code_description, bool with_language) {
+  json properties = sessionOptionProperties();
+  properties[code_field] = {{"type", "string"}, {"description", code_description}};
+  properties["timeout"] = {
+      {"type", "integer"},
+      {"minimum", 1},
+      {"maximum", config.execution.max_timeout_s},
+      {"default", config.execution.default_timeout_s},
+      {"description", "Seconds before the execution is stopped (the session survives)."}};
+  if (with_language) {
+    properties["language"] = {{"type", "string"},
+                              {"enum", {"python"}},
+                              {"default", "python"},
+                              {"description", "Language of code."}};
+  }
+  return json{{"type", "object"},
+              {"properties", properties},
+              {"required", {code_field}},
+              {"additionalProperties", false}};
+}
+
+json execOutputSchema() {
+  return json{
+      {"type", "object"},
+      {"properties",
+       {{"status",
+         {{"type", "string"},
+          {"enum", {"success", "error", "timeout", "cancelled"}},
+          {"description", "success: ran to completion without error"}}},
+        {"stdout", {{"type", "string"}}},
+        {"stderr", {{"type", "string"}}},
+        {"exit_code", {{"type", "integer"}}},
+        {"result",
+         {{"type", {"string", "null"}},
+          {"description", "repr of the value of a trailing expression (Python)"}}},
+        {"execution_id", {{"type", "string"}}},
+        {"session_id", {{"type", "string"}, {"description", "pass it back to keep state"}}},
+        {"session_created", {{"type", "boolean"}}},
+        {"duration_ms", {{"type", "number"}}},
+        {"truncated", {{"type", "boolean"}, {"description", "output exceeded the cap"}}},
+        {"stdout_bytes", {{"type", "integer"}}},
+        {"stderr_bytes", {{"type", "integer"}}},
+        {"state_lost",
+         {{"type", "boolean"},
+          {"description", "the interpreter was restarted; variables are gone"}}}}},
+      {"required",
+       {"status", "stdout", "stderr", "exit_code", "result", "execution_id", "session_id",
+        "duration_ms", "truncated"}}};
+}
+
+ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKind kind,
+                        const std::string& code) {
+  const auto parsed = parseSessionOptions(arguments, ctx.config);
+  const std::string requested_id = arguments.value("session_id", "");
+  auto acquired = ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given);
+  server::SessionUse session(acquired.session);
+
+  sandbox::ExecRequest request;
+  request.kind = kind;
+  request.code = code;
+  request.timeout = std::chrono::seconds(
+      arguments.value("timeout", ctx.config.execution.default_timeout_s));
+  request.max_output_bytes = static_cast<std::size_t>(ctx.config.execution.max_output_bytes);
+
+  sandbox::ExecResult result;
+  try {
+    result = session->sandbox().exec(request, ctx.cancel, {});
+  } catch (const sandbox::SandboxError& e) {
+    if (!session->sandbox().alive()) {
+      ctx.sessions.forget(acquired.session);
+      throw sandbox::SandboxError(std::string(e.what()) + " Session '" + session->id() +
+                                  "' has ended and its state is lost; call again to start a "
+                                  "fresh session.");
+    }
+    throw;
+  }
+  session->countExecution();
+
+  ToolResult out;
+  out.structured = toStructured(result, "exec-" + common::randomHex(8), session->id(),
+                                acquired.created);
+  out.text = renderText(out.structured);
+  return out;
+}
+
+}  // namespace tools

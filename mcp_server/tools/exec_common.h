@@ -1,0 +1,19 @@
+// What run_code and run_shell share: their input/output schemas, option parsing and the
+// execution itself. Stateless; thread-safe.
+#pragma once
+
+#include "sandbox/backend.h"
+#include "tools/tool.h"
+
+namespace tools {
+
+// Input schema with `code_field` ("code" or "command") plus the session options.
+[[nodiscard]] json execInputSchema(const config::ServerConfig& config, const char* code_field,
+                                   const char* code_description, bool with_language);
+[[nodiscard]] json execOutputSchema();
+
+// Acquires (or creates) the session, runs the request and renders the result.
+[[nodiscard]] ToolResult runExecution(const json& arguments, ToolContext& ctx,
+                                      sandbox::ExecKind kind, const std::string& code);
+
+}  // namespace tools

@@ -1,0 +1,59 @@
+#include "server/session_manager.h"
+#include "tools/builtin_tools.h"
+
+namespace tools {
+
+Tool makeGetSessionStatsTool() {
+  ToolSpec spec{
+      "get_session_stats",
+      "Session statistics",
+      "Statistics of a session: executions so far, creation time, uptime, container status, "
+      "image and runtime.",
+      {{"type", "object"},
+       {"properties", {{"session_id", {{"type", "string"}}}}},
+       {"required", {"session_id"}},
+       {"additionalProperties", false}},
+      {{"type", "object"},
+       {"properties",
+        {{"session_id", {{"type", "string"}}},
+         {"execution_count", {{"type", "integer"}}},
+         {"created_at", {{"type", "number"}, {"description", "unix time, seconds"}}},
+         {"uptime", {{"type", "number"}, {"description", "seconds"}}},
+         {"idle_seconds", {{"type", "number"}}},
+         {"container_status", {{"type", "string"}}},
+         {"container_id", {{"type", "string"}}},
+         {"image", {{"type", "string"}}},
+         {"runtime", {{"type", "string"}}},
+         {"mcp_allowlist", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
+       {"required",
+        {"session_id", "execution_count", "created_at", "uptime", "container_status", "image",
+         "runtime"}}},
+      {{"readOnlyHint", true}, {"openWorldHint", false}}};
+  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
+                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+                auto& box = session->sandbox();
+                ToolResult out;
+                out.structured = {{"session_id", session->id()},
+                                  {"execution_count", session->executionCount()},
+                                  {"created_at", session->createdAtUnix()},
+                                  {"uptime", session->uptimeSeconds()},
+                                  {"idle_seconds", session->idleSeconds()},
+                                  {"container_status", box.status()},
+                                  {"container_id", box.id()},
+                                  {"image", box.image()},
+                                  {"runtime", box.runtime()},
+                                  {"mcp_allowlist", session->options().mcp_allowlist}};
+                char text[256];
+                std::snprintf(text, sizeof text,
+                              "session %s: %llu executions, up %.1f s, container %s, %s on %s",
+                              session->id().c_str(),
+                              static_cast<unsigned long long>(session->executionCount()),
+                              session->uptimeSeconds(),
+                              out.structured["container_status"].get<std::string>().c_str(),
+                              box.image().c_str(), box.runtime().c_str());
+                out.text = text;
+                return out;
+              }};
+}
+
+}  // namespace tools

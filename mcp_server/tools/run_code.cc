@@ -1,0 +1,23 @@
+#include "tools/builtin_tools.h"
+#include "tools/exec_common.h"
+
+namespace tools {
+
+Tool makeRunCodeTool(const config::ServerConfig& config) {
+  ToolSpec spec{
+      "run_code",
+      "Run Python in a sandbox",
+      "Run Python code in an isolated, network-less sandbox (gVisor). State persists within a "
+      "session: variables, imports and functions survive between calls with the same "
+      "session_id. The value of a trailing expression is returned as `result`, like a notebook "
+      "cell. Omit session_id to start a new session; its id is in the result.",
+      execInputSchema(config, "code", "Python source to execute.", true),
+      execOutputSchema(),
+      {{"readOnlyHint", false}, {"destructiveHint", false}, {"openWorldHint", false}}};
+  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
+                return runExecution(arguments, ctx, sandbox::ExecKind::kPython,
+                                    arguments.at("code").get<std::string>());
+              }};
+}
+
+}  // namespace tools

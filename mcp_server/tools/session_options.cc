@@ -1,0 +1,82 @@
+#include "tools/session_options.h"
+
+#include "server/volume_policy.h"
+
+namespace tools {
+
+json sessionOptionProperties() {
+  return json{
+      {"session_id",
+       {{"type", "string"},
+        {"maxLength", 64},
+        {"description",
+         "Session to run in. Omit to create a new session (its id is returned); pass a new "
+         "name to create a session with that id; pass an existing id to reuse its state."}}},
+      {"image",
+       {{"type", "string"},
+        {"description", "Docker image for a new session (must already be on the engine; "
+                        "default: the server's sandbox image)."}}},
+      {"dockerfile",
+       {{"type", "string"},
+        {"maxLength", 65536},
+        {"description", "Dockerfile to build the image of a new session (cached by content; "
+                        "overrides image). Builds have no network."}}},
+      {"environment",
+       {{"type", "object"},
+        {"additionalProperties", {{"type", "string"}}},
+        {"description", "Environment variables of a new session."}}},
+      {"volumes",
+       {{"type", "object"},
+        {"additionalProperties",
+         {{"type", "object"},
+          {"properties",
+           {{"bind", {{"type", "string"}}}, {"mode", {{"type", "string"}, {"enum", {"ro", "rw"}}}}}},
+          {"required", {"bind"}},
+          {"additionalProperties", false}}},
+        {"description", "Host directories to mount in a new session: {\"/host/dir\": {\"bind\": "
+                        "\"/mnt/data\", \"mode\": \"ro\"}}. Only directories the operator "
+                        "allowed; read-only unless rw is allowed there."}}},
+      {"mcp_allowlist",
+       {{"type", "array"},
+        {"items", {{"type", "string"}}},
+        {"description", "MCP server URLs code in a new session may reach through the sidecar "
+                        "(fixed at creation)."}}},
+  };
+}
+
+ParsedSessionOptions parseSessionOptions(const json& arguments,
+                                         const config::ServerConfig& config) {
+  ParsedSessionOptions parsed;
+  auto& options = parsed.options;
+  if (const auto it = arguments.find("image"); it != arguments.end()) {
+    options.image = it->get<std::string>();
+    if (options.image == config.sandbox.image) options.image.clear();  // the default, spelled out
+    parsed.given = true;
+  }
+  if (const auto it = arguments.find("dockerfile"); it != arguments.end()) {
+    options.dockerfile = it->get<std::string>();
+    parsed.given = true;
+  }
+  if (const auto it = arguments.find("environment"); it != arguments.end()) {
+    options.environment = it->get<std::map<std::string, std::string>>();
+    parsed.given = true;
+    for (const auto& [name, value] : options.environment) {
+      if (name.empty() || name.find('=') != std::string::npos ||
+          name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+        throw sandbox::SandboxError("environment: invalid variable name \"" + name + "\"");
+      }
+    }
+  }
+  if (const auto it = arguments.find("volumes"); it != arguments.end()) {
+    options.volumes = server::resolveVolumes(*it, config.volumes.allowed_host_dirs,
+                                             config.sandbox.workdir);
+    parsed.given = true;
+  }
+  if (const auto it = arguments.find("mcp_allowlist"); it != arguments.end()) {
+    options.mcp_allowlist = it->get<std::vector<std::string>>();
+    parsed.given = true;
+  }
+  return parsed;
+}
+
+}  // namespace tools

@@ -1,0 +1,62 @@
+// A tool is a small registered unit: a ToolSpec (what clients see in tools/list) plus a handler.
+// Handlers run on worker threads and may block; they report failures as ToolResult::failure (the
+// model sees isError: true and a message it can act on), never as JSON-RPC errors.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/cancel_token.h"
+#include "config/config.h"
+
+namespace server {
+class SessionManager;
+}
+
+namespace tools {
+
+using json = nlohmann::json;
+
+struct ToolSpec {
+  std::string name;
+  std::string title;
+  std::string description;
+  json input_schema;
+  json output_schema;
+  json annotations = json::object();
+};
+
+struct ToolResult {
+  json structured = json::object();  // structuredContent; conforms to output_schema unless error
+  std::string text;                  // short rendering for clients that ignore structured content
+  bool is_error = false;
+
+  [[nodiscard]] static ToolResult failure(std::string message) {
+    ToolResult result;
+    result.text = std::move(message);
+    result.is_error = true;
+    return result;
+  }
+};
+
+// Everything a handler may use; owned by the caller for the duration of the call.
+struct ToolContext {
+  const std::string& owner;  // the MCP client connection; sessions are scoped to it
+  CancelToken& cancel;
+  server::SessionManager& sessions;
+  const config::ServerConfig& config;
+  // Sends an MCP notification to the client for this request (progress, log lines); may be empty.
+  std::function<void(const json& notification)> notify;
+  json progress_token;  // from the request's _meta, or null
+};
+
+using ToolHandler = std::function<ToolResult(const json& arguments, ToolContext& ctx)>;
+
+struct Tool {
+  ToolSpec spec;
+  ToolHandler handler;
+};
+
+}  // namespace tools
