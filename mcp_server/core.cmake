@@ -20,10 +20,10 @@ add_library(mcp_core STATIC
   tools/upload_file.cc)
 target_include_directories(mcp_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(mcp_core
-  PUBLIC mcp_jsonrpc mcp_sandbox mcp_common nlohmann_json::nlohmann_json spdlog::spdlog
+  PUBLIC mcp_jsonrpc mcp_common nlohmann_json::nlohmann_json spdlog::spdlog
          Threads::Threads
   PRIVATE project_warnings project_sanitizers)
 
 add_executable(sandbox-mcp main.cc)
-target_link_libraries(sandbox-mcp PRIVATE mcp_core mcp_transport project_warnings
+target_link_libraries(sandbox-mcp PRIVATE mcp_core mcp_sandbox mcp_transport project_warnings
                       project_sanitizers)

@@ -14,7 +14,7 @@ using nlohmann::json;
 class ObjectReader {
  public:
   ObjectReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
-    if (!object_.is_object()) fail(path_, "must be an object");
+    if (!object_.is_object()) fail(path_.empty() ? "the document" : path_, "must be an object");
   }
 
   template <typename T>

@@ -95,7 +95,12 @@ class Sandbox {
   [[nodiscard]] virtual std::string status() = 0;
   // False once the agent channel is closed (container died, OOM-killed, removed).
   [[nodiscard]] virtual bool alive() const noexcept = 0;
+  // Once alive() is false: a sentence saying why, e.g. "the sandbox was killed because it
+  // exceeded its memory limit of 512 MiB; ...". nullopt while alive. May wait briefly for the
+  // engine to report the container's exit.
+  [[nodiscard]] virtual std::optional<std::string> stopReason() { return std::nullopt; }
 
+  // Throws SandboxError when the sandbox stops during the call (the message is stopReason()).
   virtual ExecResult exec(const ExecRequest& request, CancelToken& cancel,
                           const OutputCallback& on_output) = 0;
   virtual std::size_t writeFile(const std::string& path, std::string_view bytes,

@@ -34,8 +34,9 @@ std::optional<std::string> checkType(const json& value, const json& schema,
   if (it == schema.end()) return std::nullopt;
   if (it->is_string()) {
     if (matchesType(value, it->get<std::string>())) return std::nullopt;
-    return path + ": must be " + (it->get<std::string>() == "integer" ? "an " : "a ") +
-           it->get<std::string>() + " (got " + typeName(value) + ")";
+    const auto& type = it->get_ref<const std::string&>();
+    const bool vowel = type == "integer" || type == "object" || type == "array";
+    return path + ": must be " + (vowel ? "an " : "a ") + type + " (got " + typeName(value) + ")";
   }
   for (const auto& type : *it) {
     if (matchesType(value, type.get<std::string>())) return std::nullopt;

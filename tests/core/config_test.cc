@@ -1,0 +1,64 @@
+#include "config/config.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using nlohmann::json;
+
+std::string errorOf(const json& document) {
+  try {
+    (void)config::fromJson(document);
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, EmptyDocumentGivesSecureDefaults) {
+  const auto c = config::fromJson(json::object());
+  EXPECT_EQ(c.sandbox.runtime, "runsc");
+  EXPECT_EQ(c.sandbox.memory_mib, 512);
+  EXPECT_DOUBLE_EQ(c.sandbox.cpus, 1.0);
+  EXPECT_TRUE(c.sandbox.read_only_root);
+  EXPECT_EQ(c.execution.default_timeout_s, 30);
+  EXPECT_EQ(c.execution.max_output_bytes, 1024 * 1024);
+  EXPECT_EQ(c.sessions.idle_timeout_s, 900);
+  EXPECT_EQ(c.sessions.max_sessions, 64);
+  EXPECT_TRUE(c.volumes.allowed_host_dirs.empty());
+}
+
+TEST(Config, ReadsNestedValues) {
+  const auto c = config::fromJson(
+      {{"sandbox", {{"memory_mib", 1024}, {"runtime", "runc"}, {"strict_gvisor", true}}},
+       {"volumes", {{"allowed_host_dirs", {{{"path", "/data/"}, {"allow_rw", true}}}}}}});
+  EXPECT_EQ(c.sandbox.memory_mib, 1024);
+  EXPECT_EQ(c.sandbox.runtime, "runc");
+  ASSERT_EQ(c.volumes.allowed_host_dirs.size(), 1U);
+  EXPECT_EQ(c.volumes.allowed_host_dirs[0].path, "/data");
+  EXPECT_TRUE(c.volumes.allowed_host_dirs[0].allow_rw);
+}
+
+TEST(Config, ErrorsNameTheFieldPath) {
+  EXPECT_EQ(errorOf({{"sandbox", {{"memory_mib", 1}}}}), "config: sandbox.memory_mib must be >= 16");
+  EXPECT_EQ(errorOf({{"sandbox", {{"memry_mib", 1}}}}),
+            "config: sandbox.memry_mib is not a known setting");
+  EXPECT_EQ(errorOf({{"sandbox", {{"runtime", "kata"}}}}),
+            "config: sandbox.runtime must be \"runsc\" or \"runc\"");
+  EXPECT_EQ(errorOf({{"execution", {{"default_timeout_s", "ten"}}}}),
+            "config: execution.default_timeout_s has the wrong type (got \"ten\")");
+  EXPECT_EQ(errorOf({{"volumes", {{"allowed_host_dirs", {{{"path", "rel"}}}}}}}),
+            "config: volumes.allowed_host_dirs[0].path must be an absolute host path");
+  EXPECT_EQ(errorOf({{"log_level", "loud"}}),
+            "config: log_level must be one of trace, debug, info, warn, error, off");
+  EXPECT_EQ(errorOf(json::array()), "config: the document must be an object");
+}
+
+TEST(Config, RoundTripsThroughJson) {
+  auto c = config::fromJson({{"sessions", {{"max_sessions", 3}}}});
+  auto again = config::fromJson(config::toJson(c));
+  EXPECT_EQ(again.sessions.max_sessions, 3);
+  EXPECT_EQ(config::toJson(again), config::toJson(c));
+}
+
+}  // namespace

@@ -1,0 +1,91 @@
+#include "jsonrpc/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include "jsonrpc/errors.h"
+
+namespace {
+
+using jsonrpc::json;
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dispatcher.onRequest("echo", [](const json& params, jsonrpc::CallContext&) { return params; });
+    dispatcher.onRequest("fail", [](const json&, jsonrpc::CallContext&) -> json {
+      throw jsonrpc::Error(jsonrpc::kInvalidParams, "bad thing");
+    });
+    dispatcher.onRequest("crash", [](const json&, jsonrpc::CallContext&) -> json {
+      throw std::runtime_error("boom");
+    });
+    dispatcher.onNotification("note", [this](const json&, jsonrpc::CallContext&) { ++notes; });
+  }
+  std::optional<json> send(const json& message) { return dispatcher.handle(message, ctx); }
+
+  jsonrpc::Dispatcher dispatcher;
+  jsonrpc::RequestContext ctx;
+  int notes = 0;
+};
+
+TEST_F(DispatcherTest, RequestGetsResultWithSameId) {
+  auto reply = send({{"jsonrpc", "2.0"}, {"id", "a1"}, {"method", "echo"}, {"params", {{"x", 1}}}});
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["id"], "a1");
+  EXPECT_EQ((*reply)["result"]["x"], 1);
+}
+
+TEST_F(DispatcherTest, NotificationWritesNothing) {
+  EXPECT_FALSE(send({{"jsonrpc", "2.0"}, {"method", "note"}}));
+  EXPECT_FALSE(send({{"jsonrpc", "2.0"}, {"method", "unknown/notification"}}));
+  EXPECT_EQ(notes, 1);
+}
+
+TEST_F(DispatcherTest, UnknownMethodIs32601) {
+  auto reply = send({{"jsonrpc", "2.0"}, {"id", 7}, {"method", "nope"}});
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["error"]["code"], -32601);
+  EXPECT_EQ((*reply)["id"], 7);
+}
+
+TEST_F(DispatcherTest, EnvelopeProblemsAre32600) {
+  const json bad[] = {
+      json::array({1}),
+      {{"jsonrpc", "1.0"}, {"id", 1}, {"method", "echo"}},
+      {{"jsonrpc", "2.0"}, {"id", 1}, {"method", 5}},
+      {{"jsonrpc", "2.0"}, {"id", 1.5}, {"method", "echo"}},
+      {{"jsonrpc", "2.0"}, {"id", 1}, {"method", "echo"}, {"params", "str"}},
+      "just a string",
+  };
+  for (const auto& message : bad) {
+    auto reply = send(message);
+    ASSERT_TRUE(reply) << message.dump();
+    const json& error = reply->is_array() ? (*reply)[0]["error"] : (*reply)["error"];
+    EXPECT_EQ(error["code"], -32600) << message.dump();
+  }
+}
+
+TEST_F(DispatcherTest, HandlerErrorsMapToCodes) {
+  auto fail = send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "fail"}});
+  EXPECT_EQ((*fail)["error"]["code"], -32602);
+  EXPECT_EQ((*fail)["error"]["message"], "bad thing");
+  auto crash = send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "crash"}});
+  EXPECT_EQ((*crash)["error"]["code"], -32603);
+}
+
+TEST_F(DispatcherTest, BatchCollectsOnlyRequestReplies) {
+  auto reply = send(json::array({{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "echo"}},
+                                 {{"jsonrpc", "2.0"}, {"method", "note"}},
+                                 {{"jsonrpc", "2.0"}, {"id", 2}, {"method", "nope"}}}));
+  ASSERT_TRUE(reply);
+  ASSERT_TRUE(reply->is_array());
+  EXPECT_EQ(reply->size(), 2U);
+  EXPECT_FALSE(send(json::array({{{"jsonrpc", "2.0"}, {"method", "note"}}})));
+  auto empty = send(json::array());
+  EXPECT_EQ((*empty)["error"]["code"], -32600);
+}
+
+TEST_F(DispatcherTest, ClientResponsesAreIgnored) {
+  EXPECT_FALSE(send({{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}}));
+}
+
+}  // namespace

@@ -1,0 +1,96 @@
+// Test double for unit tests of the pure session/tool logic: sandboxes that live in memory.
+// Integration tests use the real Docker backend.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "sandbox/backend.h"
+
+namespace testing_support {
+
+class FakeSandbox : public sandbox::Sandbox {
+ public:
+  FakeSandbox(std::string id, std::string image, std::atomic<int>& live)
+      : id_(std::move(id)), image_(std::move(image)), live_(live) {
+    ++live_;
+  }
+  ~FakeSandbox() override { --live_; }
+
+  const std::string& id() const noexcept override { return id_; }
+  const std::string& runtime() const noexcept override { return runtime_; }
+  const std::string& image() const noexcept override { return image_; }
+  std::string status() override { return "running"; }
+  bool alive() const noexcept override { return true; }
+
+  sandbox::ExecResult exec(const sandbox::ExecRequest& request, CancelToken& cancel,
+                           const sandbox::OutputCallback&) override {
+    sandbox::ExecResult result;
+    if (request.code == "wait-for-cancel") {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+      CancelSubscription sub(cancel, [&] {
+        std::lock_guard lock(m);
+        done = true;
+        cv.notify_all();
+      });
+      std::unique_lock lock(m);
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; });
+      result.status = "cancelled";
+      return result;
+    }
+    result.status = "success";
+    result.stdout_text = "ran: " + request.code;
+    result.stdout_bytes = result.stdout_text.size();
+    return result;
+  }
+  std::size_t writeFile(const std::string& path, std::string_view bytes, int) override {
+    std::lock_guard lock(mutex_);
+    files_[path] = std::string(bytes);
+    return bytes.size();
+  }
+  std::string readFile(const std::string& path, std::size_t) override {
+    std::lock_guard lock(mutex_);
+    const auto it = files_.find(path);
+    if (it == files_.end()) throw sandbox::SandboxError("No such file: " + path);
+    return it->second;
+  }
+  std::vector<sandbox::FileEntry> listFiles(const std::string&) override {
+    std::lock_guard lock(mutex_);
+    std::vector<sandbox::FileEntry> entries;
+    for (const auto& [name, data] : files_) entries.push_back({name, "file", data.size(), 0});
+    return entries;
+  }
+
+ private:
+  std::string id_;
+  std::string image_;
+  std::string runtime_ = "runsc";
+  std::atomic<int>& live_;
+  std::mutex mutex_;
+  std::map<std::string, std::string> files_;
+};
+
+class FakeBackend : public sandbox::Backend {
+ public:
+  std::unique_ptr<sandbox::Sandbox> create(const sandbox::SandboxSpec& spec) override {
+    last_spec = spec;
+    return std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live);
+  }
+  bool imageExists(const std::string& image) override { return image != "missing:latest"; }
+  std::string buildImage(const std::string&) override { return "built:1"; }
+  std::vector<std::string> runtimes() override { return runtime_names; }
+  int removeOrphans() override { return 0; }
+  std::vector<sandbox::HealthCheck> healthChecks() override { return {}; }
+
+  std::atomic<int> created{0};
+  std::atomic<int> live{0};
+  sandbox::SandboxSpec last_spec;
+  std::vector<std::string> runtime_names{"runc", "runsc"};
+};
+
+}  // namespace testing_support

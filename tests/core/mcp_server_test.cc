@@ -1,0 +1,207 @@
+#include "server/mcp_server.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "fake_backend.h"
+#include "tools/builtin_tools.h"
+
+namespace {
+
+using jsonrpc::json;
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  McpServerTest() {
+    cfg.sessions.max_sessions = 3;
+    tools::registerBuiltinTools(registry, cfg);
+    sessions = std::make_unique<server::SessionManager>(cfg, backend);
+    server = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    endpoint = server->open("owner-a");
+  }
+
+  json request(jsonrpc::Endpoint& ep, const std::string& method, json params = json::object()) {
+    jsonrpc::RequestContext ctx;
+    auto reply = ep.handle(
+        {{"jsonrpc", "2.0"}, {"id", ++next_id}, {"method", method}, {"params", params}}, ctx);
+    EXPECT_TRUE(reply);
+    return reply.value_or(json());
+  }
+  json call(jsonrpc::Endpoint& ep, const std::string& tool, json arguments) {
+    return request(ep, "tools/call", {{"name", tool}, {"arguments", arguments}})["result"];
+  }
+  void initialize(jsonrpc::Endpoint& ep) {
+    request(ep, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
+                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+  }
+
+  config::ServerConfig cfg;
+  testing_support::FakeBackend backend;
+  tools::ToolRegistry registry;
+  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::McpServer> server;
+  std::shared_ptr<jsonrpc::Endpoint> endpoint;
+  int next_id = 0;
+};
+
+TEST_F(McpServerTest, NegotiatesProtocolVersion) {
+  auto reply = request(*endpoint, "initialize", {{"protocolVersion", "2025-03-26"}});
+  EXPECT_EQ(reply["result"]["protocolVersion"], "2025-03-26");
+  EXPECT_EQ(reply["result"]["serverInfo"]["name"], "sandbox-mcp");
+  EXPECT_TRUE(reply["result"]["capabilities"].contains("tools"));
+  auto other = server->open("owner-b");
+  reply = request(*other, "initialize", {{"protocolVersion", "1999-01-01"}});
+  EXPECT_EQ(reply["result"]["protocolVersion"], "2025-11-25");
+  reply = request(*other, "initialize", json::object());
+  EXPECT_EQ(reply["error"]["code"], -32602);
+}
+
+TEST_F(McpServerTest, ToolsNeedInitialize) {
+  EXPECT_EQ(request(*endpoint, "tools/list")["error"]["code"], -32600);
+  EXPECT_TRUE(request(*endpoint, "ping")["result"].is_object());
+}
+
+TEST_F(McpServerTest, ListsToolsWithSchemas) {
+  initialize(*endpoint);
+  const auto tools = request(*endpoint, "tools/list")["result"]["tools"];
+  std::vector<std::string> names;
+  for (const auto& tool : tools) {
+    names.push_back(tool["name"]);
+    EXPECT_EQ(tool["inputSchema"]["type"], "object") << tool["name"];
+    EXPECT_EQ(tool["outputSchema"]["type"], "object") << tool["name"];
+    EXPECT_FALSE(tool["description"].get<std::string>().empty());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"run_code", "run_shell", "upload_file",
+                                             "download_file", "list_files", "get_session_stats",
+                                             "cleanup_session", "list_sessions"}));
+}
+
+TEST_F(McpServerTest, CallErrorsAreClear) {
+  initialize(*endpoint);
+  auto unknown = request(*endpoint, "tools/call", {{"name", "nope"}});
+  EXPECT_EQ(unknown["error"]["code"], -32602);
+  EXPECT_NE(unknown["error"]["message"].get<std::string>().find("run_code"), std::string::npos);
+  EXPECT_EQ(request(*endpoint, "tools/call", {{"arguments", json::object()}})["error"]["code"],
+            -32602);
+  auto invalid = call(*endpoint, "run_code", {{"code", 5}});
+  EXPECT_TRUE(invalid["isError"]);
+  EXPECT_EQ(invalid["content"][0]["text"],
+            "Invalid arguments for run_code: arguments.code: must be a string (got integer)");
+  auto missing = call(*endpoint, "upload_file",
+                      {{"path", "a"}, {"content", "b"}, {"session_id", "ghost"}});
+  EXPECT_TRUE(missing["isError"]);
+  EXPECT_NE(missing["content"][0]["text"].get<std::string>().find("Unknown session 'ghost'"),
+            std::string::npos);
+  auto bad_b64 = call(*endpoint, "upload_file", {{"path", "a"}, {"content", "!!"},
+                                                  {"encoding", "base64"}, {"session_id", "x"}});
+  EXPECT_TRUE(bad_b64["isError"]);
+}
+
+TEST_F(McpServerTest, RunCodeCreatesAndReusesSessions) {
+  initialize(*endpoint);
+  auto first = call(*endpoint, "run_code", {{"code", "x = 1"}});
+  ASSERT_FALSE(first["isError"]) << first.dump();
+  const auto id = first["structuredContent"]["session_id"].get<std::string>();
+  EXPECT_TRUE(first["structuredContent"]["session_created"]);
+  auto second = call(*endpoint, "run_shell", {{"command", "ls"}, {"session_id", id}});
+  EXPECT_FALSE(second["structuredContent"]["session_created"]);
+  EXPECT_EQ(second["structuredContent"]["stdout"], "ran: ls");
+  EXPECT_EQ(backend.created, 1);
+  auto stats = call(*endpoint, "get_session_stats", {{"session_id", id}});
+  EXPECT_EQ(stats["structuredContent"]["execution_count"], 2);
+  EXPECT_EQ(stats["structuredContent"]["runtime"], "runsc");
+  auto named = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "my-session"}});
+  EXPECT_EQ(named["structuredContent"]["session_id"], "my-session");
+  EXPECT_EQ(call(*endpoint, "list_sessions", json::object())["structuredContent"]["sessions"].size(),
+            2U);
+}
+
+TEST_F(McpServerTest, SessionsBelongToTheirOwner) {
+  initialize(*endpoint);
+  auto other = server->open("owner-b");
+  initialize(*other);
+  call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "mine"}});
+  auto stolen = call(*other, "get_session_stats", {{"session_id", "mine"}});
+  EXPECT_TRUE(stolen["isError"]);
+  EXPECT_TRUE(call(*other, "list_sessions", json::object())["structuredContent"]["sessions"].empty());
+  EXPECT_TRUE(call(*other, "cleanup_session", {{"session_id", "mine"}})["isError"]);
+  other->close();
+  EXPECT_EQ(backend.live, 1);
+  endpoint->close();
+  EXPECT_EQ(backend.live, 0);
+}
+
+TEST_F(McpServerTest, OptionsAreFixedAtCreation) {
+  initialize(*endpoint);
+  call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "s"}, {"environment", {{"A", "1"}}}});
+  auto same = call(*endpoint, "run_code",
+                   {{"code", "x"}, {"session_id", "s"}, {"environment", {{"A", "1"}}}});
+  EXPECT_FALSE(same["isError"]);
+  auto changed = call(*endpoint, "run_code",
+                      {{"code", "x"}, {"session_id", "s"}, {"environment", {{"A", "2"}}}});
+  EXPECT_TRUE(changed["isError"]);
+  EXPECT_NE(changed["content"][0]["text"].get<std::string>().find("different environment"),
+            std::string::npos);
+  EXPECT_EQ(backend.last_spec.environment.at("A"), "1");
+}
+
+TEST_F(McpServerTest, MissingImageAndVolumesAreRefused) {
+  initialize(*endpoint);
+  auto image = call(*endpoint, "run_code", {{"code", "x"}, {"image", "missing:latest"}});
+  EXPECT_TRUE(image["isError"]);
+  EXPECT_NE(image["content"][0]["text"].get<std::string>().find("never pulls"), std::string::npos);
+  auto volumes = call(*endpoint, "run_code",
+                      {{"code", "x"}, {"volumes", {{"/etc", {{"bind", "/mnt/etc"}}}}}});
+  EXPECT_TRUE(volumes["isError"]);
+  EXPECT_EQ(backend.created, 0);
+}
+
+TEST_F(McpServerTest, SessionLimitGivesBusyError) {
+  initialize(*endpoint);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(call(*endpoint, "run_code", {{"code", "x"}})["isError"]);
+  }
+  auto busy = call(*endpoint, "run_code", {{"code", "x"}});
+  EXPECT_TRUE(busy["isError"]);
+  EXPECT_EQ(busy["content"][0]["text"].get<std::string>().rfind("busy:", 0), 0U);
+}
+
+TEST_F(McpServerTest, CancelledNotificationInterruptsCall) {
+  initialize(*endpoint);
+  auto pending = std::async(std::launch::async, [&] {
+    jsonrpc::RequestContext ctx;
+    return endpoint->handle({{"jsonrpc", "2.0"}, {"id", "long"}, {"method", "tools/call"},
+                             {"params", {{"name", "run_code"}, {"arguments", {{"code", "wait-for-cancel"}}}}}},
+                            ctx);
+  });
+  // Retry until the call is registered in flight, then cancel it.
+  for (int i = 0; i < 200 && pending.wait_for(std::chrono::milliseconds(10)) ==
+                                 std::future_status::timeout; ++i) {
+    jsonrpc::RequestContext ctx;
+    endpoint->handle({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
+                      {"params", {{"requestId", "long"}, {"reason", "test"}}}}, ctx);
+  }
+  auto reply = pending.get();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["result"]["structuredContent"]["status"], "cancelled");
+}
+
+TEST_F(McpServerTest, StrictGvisorRefusesRunc) {
+  backend.runtime_names = {"runc"};
+  cfg.sandbox.strict_gvisor = true;
+  initialize(*endpoint);
+  auto refused = call(*endpoint, "run_code", {{"code", "x"}});
+  EXPECT_TRUE(refused["isError"]);
+  EXPECT_NE(refused["content"][0]["text"].get<std::string>().find("strict_gvisor"),
+            std::string::npos);
+}
+
+TEST_F(McpServerTest, FallsBackToRuncWithoutGvisor) {
+  backend.runtime_names = {"runc"};
+  initialize(*endpoint);
+  EXPECT_FALSE(call(*endpoint, "run_code", {{"code", "x"}})["isError"]);
+  EXPECT_EQ(backend.last_spec.runtime, "runc");
+}
+
+}  // namespace
