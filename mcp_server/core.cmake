@@ -24,6 +24,12 @@ target_link_libraries(mcp_core
          Threads::Threads
   PRIVATE project_warnings project_sanitizers)
 
+# mcp_app: command line and wiring of the concrete backend and transports.
+add_library(mcp_app STATIC app/cli_options.cc app/server_app.cc)
+target_link_libraries(mcp_app PUBLIC mcp_core mcp_sandbox mcp_transport
+                      PRIVATE project_warnings project_sanitizers)
+
 add_executable(sandbox-mcp main.cc)
-target_link_libraries(sandbox-mcp PRIVATE mcp_core mcp_sandbox mcp_transport project_warnings
-                      project_sanitizers)
+target_link_libraries(sandbox-mcp PRIVATE mcp_app project_warnings project_sanitizers)
+# sandbox-mcp finds the agent next to itself; building the server builds the agent.
+add_dependencies(sandbox-mcp sandbox-agent)

@@ -33,9 +33,9 @@ struct VolumeMount {
 struct Limits {
   std::int64_t memory_mib = 512;  // hard limit; swap is disabled (memory-swap == memory)
   double cpus = 1.0;
-  std::int64_t pids = 256;        // under runsc this also counts the Sentry's own threads
-  std::int64_t tmp_size_mib = 256;        // tmpfs /tmp
-  std::int64_t workdir_size_mib = 256;    // tmpfs working directory
+  std::int64_t pids = 256;              // under runsc this also counts the Sentry's own threads
+  std::int64_t tmp_size_mib = 256;      // tmpfs /tmp
+  std::int64_t workdir_size_mib = 256;  // tmpfs working directory
 };
 
 struct SandboxSpec {
@@ -44,7 +44,7 @@ struct SandboxSpec {
   std::map<std::string, std::string> environment;
   std::vector<VolumeMount> volumes;
   Limits limits;
-  std::string user;                   // "uid:gid"; empty keeps the image's user
+  std::string user;                    // "uid:gid"; empty keeps the image's user
   std::string workdir = "/workspace";  // a writable tmpfs
   bool read_only_root = true;
   std::map<std::string, std::string> labels;  // merged with the backend's ownership labels

@@ -1,0 +1,186 @@
+#include "agent/agent.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "agent/exec_request.h"
+#include "agent/file_ops.h"
+#include "agent/file_requests.h"
+#include "agent/frame_io.h"
+#include "agent/request_error.h"
+
+#ifndef SANDBOX_AGENT_VERSION
+#define SANDBOX_AGENT_VERSION "0.0.0"
+#endif
+
+namespace agent {
+namespace {
+
+constexpr int kInputFd = 0;
+constexpr int kOutputFd = 1;
+constexpr std::size_t kReadChunkBytes = 256 * 1024;
+
+std::int64_t targetField(const nlohmann::json& request) {
+  const auto it = request.find("target");
+  if (it == request.end() || !(it->is_number_integer() || it->is_number_unsigned())) {
+    throw RequestError("cancel: \"target\" must be the numeric id of an exec request");
+  }
+  return it->get<std::int64_t>();
+}
+
+}  // namespace
+
+Agent::Agent()
+    : executor_(loop_, reaper_, [this](const nlohmann::json& message) { send(message); }) {
+  // Off PID 1 (tests, development) adopt orphans like PID 1 does, so they are reaped and killed.
+  if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::error_code ec;
+  cwd_ = std::filesystem::current_path(ec);
+  if (ec) cwd_ = "/";
+  loop_.watchFd(kInputFd, POLLIN, [this](short /*revents*/) { onInputReadable(); });
+  loop_.watchFd(signals_.fd(), POLLIN, [this](short /*revents*/) { onSignals(); });
+  executor_.startPython();
+}
+
+int Agent::run() {
+  loop_.run();
+  return exit_code_;
+}
+
+void Agent::onInputReadable() {
+  std::string buffer(kReadChunkBytes, '\0');
+  const ssize_t n = ::read(kInputFd, buffer.data(), buffer.size());
+  if (n < 0) {
+    if (errno == EINTR || errno == EAGAIN) return;
+    shutdown(1, std::string("reading stdin failed: ") + std::strerror(errno));
+    return;
+  }
+  if (n == 0) {
+    shutdown(0, "stdin closed (the server went away); stopping");
+    return;
+  }
+  decoder_.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+  try {
+    while (auto payload = decoder_.next()) {
+      handlePayload(*payload);
+      if (shutting_down_) return;
+    }
+  } catch (const frame::FrameError& e) {
+    // The length prefix is unusable, so the stream cannot be resynchronised.
+    shutdown(2, std::string(e.what()) + "; the frame stream cannot continue");
+  }
+}
+
+void Agent::handlePayload(const std::string& payload) {
+  const nlohmann::json request = nlohmann::json::parse(payload, nullptr, false);
+  if (request.is_discarded() || !request.is_object()) {
+    std::fprintf(stderr, "sandbox-agent: ignoring a frame that is not a JSON object (%zu bytes)\n",
+                 payload.size());
+    return;
+  }
+  const auto id = request.find("id");
+  if (id == request.end() || !(id->is_number_integer() || id->is_number_unsigned())) {
+    std::fprintf(stderr, "sandbox-agent: ignoring a request without a numeric \"id\"\n");
+    return;
+  }
+  const auto op = request.find("op");
+  if (op == request.end() || !op->is_string()) {
+    replyError(id->get<std::int64_t>(), "the request has no \"op\" string; see PROTOCOL.md");
+    return;
+  }
+  dispatch(id->get<std::int64_t>(), op->get<std::string>(), request);
+}
+
+void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request) {
+  try {
+    if (op == "hello") {
+      replyHello(id);
+    } else if (op == "exec") {
+      executor_.submit(parseExecRequest(id, request));
+    } else if (op == "cancel") {
+      send({{"id", id}, {"ok", true}, {"cancelled", executor_.cancel(targetField(request))}});
+    } else if (op == "write_file" || op == "read_file" || op == "list_files") {
+      nlohmann::json reply = op == "write_file"  ? writeFileRequest(request, cwd_)
+                             : op == "read_file" ? readFileRequest(request, cwd_)
+                                                 : listFilesRequest(request, cwd_);
+      reply["id"] = id;
+      reply["ok"] = true;
+      send(reply);
+    } else {
+      replyError(id, "unknown op \"" + op +
+                         "\"; expected hello, exec, cancel, write_file, read_file or list_files");
+    }
+  } catch (const RequestError& e) {
+    replyError(id, e.what());
+  } catch (const files::FileOpError& e) {
+    replyError(id, e.what());
+  } catch (const std::exception& e) {
+    replyError(id, op + " failed: " + e.what());
+  }
+}
+
+void Agent::replyHello(std::int64_t id) {
+  executor_.whenPythonSettled([this, id] {
+    nlohmann::json reply = {
+        {"id", id},          {"ok", true},        {"agent_version", SANDBOX_AGENT_VERSION},
+        {"pid", ::getpid()}, {"uid", ::getuid()}, {"cwd", cwd_.string()}};
+    reply.update(executor_.pythonInfo());
+    send(reply);
+  });
+}
+
+void Agent::replyError(std::int64_t id, const std::string& error) {
+  send({{"id", id}, {"ok", false}, {"error", error}});
+}
+
+void Agent::send(const nlohmann::json& message) {
+  if (shutting_down_) return;
+  std::string bytes;
+  try {
+    bytes = frame::encode(dumpJson(message));
+  } catch (const frame::FrameError& e) {
+    const auto id = message.find("id");
+    if (id == message.end()) return;
+    bytes = frame::encode(dumpJson({{"id", *id},
+                                    {"ok", false},
+                                    {"error", std::string("the reply was too large to send (") +
+                                                  e.what() + "); ask for less output"}}));
+  }
+  if (!writeAll(kOutputFd, bytes)) {
+    shutdown(0, std::string("writing stdout failed (") + std::strerror(errno) +
+                    "); the server went away, stopping");
+  }
+}
+
+void Agent::onSignals() {
+  bool child_exited = false;
+  for (const int sig : signals_.readPending()) {
+    if (sig == SIGCHLD) {
+      child_exited = true;
+    } else {
+      shutdown(0, std::string("received ") + ::strsignal(sig) + "; stopping");
+      return;
+    }
+  }
+  if (child_exited) {
+    reaper_.reapAll();
+    executor_.pruneGroups();
+  }
+}
+
+void Agent::shutdown(int exit_code, std::string_view reason) {
+  if (shutting_down_) return;
+  std::fprintf(stderr, "sandbox-agent: %.*s\n", static_cast<int>(reason.size()), reason.data());
+  shutting_down_ = true;
+  exit_code_ = exit_code;
+  executor_.killEverything();
+  killRemainingChildren();
+  loop_.stop();
+}
+
+}  // namespace agent

@@ -1,0 +1,50 @@
+// The agent: reads request frames from stdin, answers on stdout, runs executions through the
+// Executor and file ops directly, and acts as PID 1 (reaps children, stops everything on SIGTERM
+// or when stdin closes). Not thread-safe: one thread runs everything.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "agent/child_process.h"
+#include "agent/event_loop.h"
+#include "agent/executor.h"
+#include "agent/signal_fd.h"
+#include "common/frame.h"
+
+namespace agent {
+
+class Agent {
+ public:
+  // Installs signal handling and starts the Python driver. Throws std::system_error on failure.
+  Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Serves until stdin closes or SIGTERM arrives; returns the process exit code.
+  [[nodiscard]] int run();
+
+ private:
+  void onInputReadable();
+  void onSignals();
+  void handlePayload(const std::string& payload);
+  void dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request);
+  void replyHello(std::int64_t id);
+  void replyError(std::int64_t id, const std::string& error);
+  void send(const nlohmann::json& message);
+  void shutdown(int exit_code, std::string_view reason);
+
+  EventLoop loop_;
+  SignalFd signals_;
+  Reaper reaper_;
+  Executor executor_;
+  frame::Decoder decoder_;
+  std::filesystem::path cwd_;
+  int exit_code_ = 0;
+  bool shutting_down_ = false;
+};
+
+}  // namespace agent

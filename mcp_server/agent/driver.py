@@ -1,0 +1,180 @@
+"""sandbox-agent's Python driver: runs code cells in one persistent namespace (like a notebook).
+
+It is embedded into the agent at build time and started as `python3 -u -c <this file>`.
+Protocol (one JSON object per line):
+  fd 3, agent -> driver: {"code": str, "max_result_chars": int}
+  fd 4, driver -> agent: first {"ready": true, "python_version": "3.11.2"}, then one reply per
+        command: {"status": "success" | "error", "exit_code": int, "result": str | null,
+                  "interrupted": bool}
+User code's stdout/stderr are this process's fd 1/2: pipes the agent reads, so output of
+subprocesses is captured too. Everything is flushed before a reply is written, so output is never
+attributed to the next cell.
+"""
+
+import ast
+import builtins
+import json
+import linecache
+import os
+import signal
+import sys
+import traceback
+import types
+
+_COMMAND_FD = 3
+_REPLY_FD = 4
+_DRIVER_GLOBALS = globals()  # tells the driver's frames apart from the user's in tracebacks
+
+
+class _State:
+    running = False  # True while user code runs: only then does SIGINT raise KeyboardInterrupt
+    cells = 0
+
+
+def _on_sigint(signum, frame):
+    # An interrupt that lands between cells (the agent's deadline raced the reply) is ignored.
+    if _State.running:
+        raise KeyboardInterrupt
+
+
+def _send(message):
+    data = memoryview((json.dumps(message) + "\n").encode())
+    while data:
+        written = os.write(_REPLY_FD, data)
+        data = data[written:]
+
+
+def _flush_output():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def _without_driver_frames(tb):
+    """The same traceback minus the driver's own frames (the exec() call, the SIGINT handler)."""
+    kept = []
+    while tb is not None:
+        if tb.tb_frame.f_globals is not _DRIVER_GLOBALS:
+            kept.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for entry in reversed(kept):
+        rebuilt = types.TracebackType(rebuilt, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return rebuilt
+
+
+def _print_exception(exc):
+    """Prints a traceback of the user's code only, including chained exceptions."""
+    seen = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = _without_driver_frames(current.__traceback__)
+        pending.extend((current.__cause__, current.__context__))
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        sys.stderr.write(text)
+    except Exception:
+        sys.__stderr__.write(text)
+
+
+def _compile_cell(code):
+    """Returns (body, last) code objects; last is None unless the cell ends in an expression."""
+    _State.cells += 1
+    filename = "<cell %d>" % _State.cells
+    # Lets tracebacks (also later ones, from functions defined here) show the source lines.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    tree = ast.parse(code, filename, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec")
+    return body, (compile(last, filename, "eval") if last is not None else None)
+
+
+def _shorten(text, limit):
+    if len(text) <= limit:
+        return text
+    return text[:limit] + "... [result truncated: %d characters in total]" % len(text)
+
+
+def _exit_status(exit_request):
+    code = exit_request.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # like the interpreter does for sys.exit("message")
+    return 1
+
+
+def _run_cell(code, namespace, max_result_chars):
+    reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": False}
+    try:
+        body, last = _compile_cell(code)
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+        return reply
+    if signal.getsignal(signal.SIGINT) is not _on_sigint:
+        signal.signal(signal.SIGINT, _on_sigint)  # user code replaced it in an earlier cell
+    _State.running = True
+    try:
+        exec(body, namespace)
+        value = eval(last, namespace) if last is not None else None
+        if value is not None:
+            reply["result"] = _shorten(repr(value), max_result_chars)
+        reply.update(status="success", exit_code=0)
+    except SystemExit as exc:
+        _State.running = False
+        status = _exit_status(exc)
+        reply.update(status="success" if status == 0 else "error", exit_code=status)
+    except BaseException as exc:
+        _State.running = False
+        reply["interrupted"] = isinstance(exc, KeyboardInterrupt)
+        _print_exception(exc)
+    finally:
+        _State.running = False
+    return reply
+
+
+def _main():
+    for fd in (_COMMAND_FD, _REPLY_FD):
+        os.set_inheritable(fd, False)  # subprocesses of user code must not see the protocol
+    commands = os.fdopen(_COMMAND_FD, "rb")
+    signal.signal(signal.SIGINT, _on_sigint)
+
+    # User code gets a fresh __main__ module, so pickle and multiprocessing find its classes.
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main_module
+    namespace = main_module.__dict__
+
+    _send({"ready": True, "python_version": "%d.%d.%d" % sys.version_info[:3]})
+    while True:
+        try:
+            line = commands.readline()
+        except KeyboardInterrupt:
+            continue
+        if not line:
+            break  # the agent went away
+        try:
+            request = json.loads(line)
+            limit = int(request.get("max_result_chars", 1 << 20))
+            reply = _run_cell(request["code"], namespace, limit)
+        except KeyboardInterrupt:  # the interrupt landed in driver code around the cell
+            reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": True}
+        except Exception as exc:  # a malformed command: an agent bug, reported, not fatal
+            sys.stderr.write("sandbox driver: cannot run the command: %r\n" % (exc,))
+            reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": False}
+        _flush_output()
+        _send(reply)
+    _flush_output()
+    os._exit(0)
+
+
+_main()

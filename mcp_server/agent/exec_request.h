@@ -1,0 +1,59 @@
+// The `exec` op's request and reply, parsed from and rendered to JSON. Pure; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "agent/request_error.h"
+
+namespace agent {
+
+enum class ExecKind { kPython, kShell };
+
+// Limits that keep every reply inside one frame (frame::kMaxPayloadBytes) even when the output is
+// all control characters, which JSON escapes as six bytes each.
+inline constexpr std::size_t kMaxOutputBytesLimit = 4 * 1024 * 1024;
+inline constexpr std::size_t kDefaultMaxOutputBytes = 1024 * 1024;
+inline constexpr std::chrono::milliseconds kDefaultTimeout{30'000};
+inline constexpr std::chrono::milliseconds kMaxTimeout{24LL * 3600 * 1000};
+
+struct ExecRequest {
+  std::int64_t id = 0;
+  ExecKind kind = ExecKind::kPython;
+  std::string code;
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+  std::size_t max_output_bytes = kDefaultMaxOutputBytes;
+  bool stream = false;
+};
+
+// Throws RequestError naming the offending field.
+[[nodiscard]] ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request);
+
+struct ExecResult {
+  std::string status;  // success | error | timeout | cancelled
+  std::string stdout_text;
+  std::string stderr_text;
+  int exit_code = 0;
+  std::optional<std::string> result;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::uint64_t stdout_bytes = 0;
+  std::uint64_t stderr_bytes = 0;
+  double duration_ms = 0;
+  bool state_lost = false;
+};
+
+[[nodiscard]] nlohmann::json toReply(std::int64_t id, const ExecResult& result);
+
+// "2.0 s", "0.25 s": a timeout as people read it in a note.
+[[nodiscard]] std::string formatSeconds(std::chrono::milliseconds duration);
+
+// Exit codes the agent reports when it stopped a run itself (documented in PROTOCOL.md).
+inline constexpr int kTimeoutExitCode = 124;    // as GNU timeout(1)
+inline constexpr int kCancelledExitCode = 130;  // as a shell after SIGINT
+
+}  // namespace agent

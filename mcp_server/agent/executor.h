@@ -1,0 +1,101 @@
+// Runs `exec` requests one at a time (FIFO): Python cells on the persistent driver, shell commands
+// in their own process groups. Owns deadlines, cancellation, output capture and the reply. Not
+// thread-safe: everything runs on the agent's event loop.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/child_process.h"
+#include "agent/event_loop.h"
+#include "agent/exec_request.h"
+#include "agent/output_stream.h"
+#include "agent/python_driver.h"
+#include "agent/shell_process.h"
+
+namespace agent {
+
+// How long an interrupted Python cell may take to stop before the interpreter is killed.
+inline constexpr std::chrono::milliseconds kPythonInterruptGrace{500};
+// How long a shell command's process group gets between SIGTERM and SIGKILL.
+inline constexpr std::chrono::milliseconds kShellTerminateGrace{200};
+
+class Executor {
+ public:
+  using SendFrame = std::function<void(const nlohmann::json&)>;
+
+  Executor(EventLoop& loop, Reaper& reaper, SendFrame send);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Looks for python3 and starts the driver (or records why there is none).
+  void startPython();
+
+  // Queues a request; its reply (and output events) go out through `send` later.
+  void submit(ExecRequest request);
+
+  // Stops the running exec `target` or drops it from the queue. False when it is unknown.
+  [[nodiscard]] bool cancel(std::int64_t target);
+
+  // Runs `callback` once the driver has started or failed to (at once when neither is pending).
+  void whenPythonSettled(std::function<void()> callback);
+  // {"python": bool, "python_version": str|null, "python_error": str (only when unavailable)}
+  [[nodiscard]] nlohmann::json pythonInfo() const;
+
+  // Forgets process groups that have no members left (call after reaping).
+  void pruneGroups();
+  // SIGKILLs every process group this executor started. For shutdown.
+  void killEverything() noexcept;
+
+ private:
+  struct Run;
+
+  void pump();
+  void beginRun(ExecRequest request);
+  void rejectRequest(std::int64_t id, const std::string& error);
+
+  void startDriver();
+  void settlePythonWaiters();
+  void onDriverReady();
+  void onDriverOutput(OutputStream stream, std::string_view data);
+  void onDriverReply(const nlohmann::json& reply);
+  void onDriverExit(int wait_status);
+  void onPythonGraceExpired();
+
+  void startShell();
+  void onShellExit(int wait_status);
+
+  void stop(const std::string& status);
+  void appendOutput(OutputStream stream, std::string_view data);
+  void finish(ExecResult result);
+
+  EventLoop& loop_;
+  Reaper& reaper_;
+  SendFrame send_;
+  std::unique_ptr<Run> run_;
+  std::deque<ExecRequest> queue_;
+
+  std::optional<std::string> python3_;
+  std::unique_ptr<PythonDriver> driver_;
+  std::string driver_failure_;          // why the driver is not running, for replies
+  std::string driver_startup_output_;   // what a failing driver printed before it was ready
+  bool front_start_attempted_ = false;  // the queued Python request already triggered a start
+  bool state_lost_while_idle_ = false;  // the driver died between cells
+  std::vector<std::function<void()>> python_waiters_;
+
+  std::set<pid_t> groups_;  // process groups started here that may still have members
+};
+
+}  // namespace agent

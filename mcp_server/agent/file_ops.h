@@ -1,0 +1,58 @@
+// File operations requested by the server: write (atomic), read (bounded) and list. Each throws
+// FileOpError whose message names the path, the system's reason and what to do next. Thread-safe
+// (no shared state) but the agent calls them from its one thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace agent::files {
+
+class FileOpError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Files above this cannot travel in one frame once base64-encoded (frame::kMaxPayloadBytes).
+inline constexpr std::uint64_t kMaxTransferBytes = 48ULL * 1024 * 1024;
+inline constexpr std::size_t kMaxListEntries = 10'000;
+
+// `path` if absolute, else `cwd / path`; lexically normalised. Throws FileOpError when empty.
+[[nodiscard]] std::filesystem::path resolvePath(std::string_view path,
+                                                const std::filesystem::path& cwd);
+
+// "<strerror>: <path> — <hint>" for an errno from an operation on `path`.
+[[nodiscard]] std::string describeError(int error_number, const std::filesystem::path& path);
+
+// Creates missing parent directories, writes to a temporary file in the target's directory and
+// renames it over the target, so readers never see a half-written file. Returns bytes written.
+std::uint64_t writeFile(const std::filesystem::path& path, std::string_view data, mode_t mode);
+
+// Reads a regular file of at most `max_bytes` bytes.
+[[nodiscard]] std::string readFile(const std::filesystem::path& path, std::uint64_t max_bytes);
+
+struct DirEntry {
+  std::string name;
+  std::string type;  // file | dir | symlink | other
+  std::uint64_t size = 0;
+  std::int64_t mtime = 0;  // unix seconds
+};
+
+struct Listing {
+  std::vector<DirEntry> entries;  // sorted by name; symlinks are not followed
+  bool truncated = false;         // more than kMaxListEntries entries existed
+};
+
+[[nodiscard]] Listing listDirectory(const std::filesystem::path& path);
+
+// Parses a permission mode given as an integer (420 == 0644) or an octal string ("0644", "755").
+[[nodiscard]] mode_t parseMode(std::int64_t value);
+[[nodiscard]] mode_t parseMode(std::string_view octal);
+
+}  // namespace agent::files

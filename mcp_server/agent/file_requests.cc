@@ -1,0 +1,79 @@
+#include "agent/file_requests.h"
+
+#include <algorithm>
+#include <string>
+
+#include "agent/base64.h"
+#include "agent/file_ops.h"
+#include "agent/request_error.h"
+
+namespace agent {
+namespace {
+
+std::string stringField(const nlohmann::json& request, const char* op, const char* field) {
+  const auto it = request.find(field);
+  if (it == request.end() || !it->is_string()) {
+    throw RequestError(std::string(op) + ": \"" + field + "\" must be a string");
+  }
+  return it->get<std::string>();
+}
+
+mode_t modeField(const nlohmann::json& request) {
+  const auto it = request.find("mode");
+  if (it == request.end() || it->is_null()) return 0644;
+  if (it->is_number_integer() || it->is_number_unsigned()) {
+    return files::parseMode(it->get<std::int64_t>());
+  }
+  if (it->is_string()) return files::parseMode(it->get<std::string>());
+  throw RequestError("write_file: \"mode\" must be an integer (420 for 0644) or an octal string");
+}
+
+}  // namespace
+
+nlohmann::json writeFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
+  const auto path = files::resolvePath(stringField(request, "write_file", "path"), cwd);
+  const mode_t mode = modeField(request);
+  std::string error;
+  const auto data = base64::decode(stringField(request, "write_file", "data_b64"), &error);
+  if (!data) throw RequestError("write_file: \"data_b64\" is not valid base64: " + error);
+  const auto bytes = files::writeFile(path, *data, mode);
+  return {{"bytes", bytes}, {"path", path.string()}};
+}
+
+nlohmann::json readFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
+  const auto path = files::resolvePath(stringField(request, "read_file", "path"), cwd);
+  std::uint64_t max_bytes = files::kMaxTransferBytes;
+  const auto it = request.find("max_bytes");
+  if (it != request.end() && !it->is_null()) {
+    if (!it->is_number_integer() && !it->is_number_unsigned()) {
+      throw RequestError("read_file: \"max_bytes\" must be an integer");
+    }
+    const auto requested = it->get<std::int64_t>();
+    if (requested < 0) throw RequestError("read_file: \"max_bytes\" must not be negative");
+    max_bytes = std::min(static_cast<std::uint64_t>(requested), files::kMaxTransferBytes);
+  }
+  const std::string data = files::readFile(path, max_bytes);
+  return {{"data_b64", base64::encode(data)}, {"size", data.size()}, {"path", path.string()}};
+}
+
+nlohmann::json listFilesRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
+  const auto it = request.find("path");
+  std::string raw = ".";
+  if (it != request.end() && !it->is_null()) {
+    if (!it->is_string()) throw RequestError("list_files: \"path\" must be a string");
+    raw = it->get<std::string>();
+    if (raw.empty()) raw = ".";
+  }
+  const auto path = files::resolvePath(raw, cwd);
+  const files::Listing listing = files::listDirectory(path);
+  nlohmann::json entries = nlohmann::json::array();
+  for (const auto& entry : listing.entries) {
+    entries.push_back(
+        {{"name", entry.name}, {"type", entry.type}, {"size", entry.size}, {"mtime", entry.mtime}});
+  }
+  nlohmann::json reply = {{"path", path.string()}, {"entries", std::move(entries)}};
+  if (listing.truncated) reply["truncated"] = true;
+  return reply;
+}
+
+}  // namespace agent

@@ -1,0 +1,154 @@
+#include "agent/python_driver.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "agent/driver_source.h"  // generated from driver.py: kDriverSource
+
+namespace agent {
+namespace {
+
+constexpr int kCommandFd = 3;
+constexpr int kReplyFd = 4;
+constexpr std::size_t kMaxReplyLineBytes = 64 * 1024 * 1024;
+
+bool isExecutableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> findPython3() {
+  const char* env_path = std::getenv("PATH");
+  const std::string_view search =
+      (env_path != nullptr && *env_path != '\0') ? env_path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= search.size()) {
+    const std::size_t end = std::min(search.find(':', start), search.size());
+    // An empty PATH entry means the current directory.
+    const std::string_view dir = end > start ? search.substr(start, end - start) : ".";
+    std::string candidate(dir);
+    candidate.append("/python3");
+    if (isExecutableFile(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+PythonDriver::PythonDriver(EventLoop& loop, Reaper& reaper, const std::string& python3,
+                           Events events)
+    : loop_(loop), reaper_(reaper), events_(std::move(events)) {
+  Pipe commands = makePipe(false);
+  Pipe replies = makePipe(true);
+  Pipe out = makePipe(true);
+  Pipe err = makePipe(true);
+  SpawnSpec spec;
+  spec.executable = python3;
+  spec.argv = {"python3", "-u", "-c", std::string(kDriverSource)};
+  spec.fds = {{1, out.write_end.get()},
+              {2, err.write_end.get()},
+              {kCommandFd, commands.read_end.get()},
+              {kReplyFd, replies.write_end.get()}};
+  pid_ = spawnProcess(spec);
+
+  commands_ = std::move(commands.write_end);
+  replies_ = std::make_unique<PipeReader>(loop_, std::move(replies.read_end),
+                                          [this](std::string_view chunk) { onReplyBytes(chunk); });
+  stdout_ = std::make_unique<PipeReader>(
+      loop_, std::move(out.read_end),
+      [this](std::string_view c) { events_.on_output(OutputStream::kStdout, c); });
+  stderr_ = std::make_unique<PipeReader>(
+      loop_, std::move(err.read_end),
+      [this](std::string_view c) { events_.on_output(OutputStream::kStderr, c); });
+  reaper_.onExit(pid_, [this](int wait_status) {
+    exited_ = true;
+    auto on_exit = events_.on_exit;  // copy: the callback may destroy *this
+    on_exit(wait_status);
+  });
+}
+
+PythonDriver::~PythonDriver() {
+  if (!exited_) killGroup();
+  reaper_.forget(pid_);
+}
+
+bool PythonDriver::sendCell(std::string_view code, std::size_t max_result_chars) {
+  const nlohmann::json command = {{"code", code}, {"max_result_chars", max_result_chars}};
+  const std::string line =
+      command.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::string_view rest(line);
+  while (!rest.empty()) {
+    const ssize_t n = ::write(commands_.get(), rest.data(), rest.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "sandbox-agent: sending code to the Python driver: %s\n",
+                   std::strerror(errno));
+      return false;
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void PythonDriver::interrupt() noexcept {
+  if (!exited_) ::kill(pid_, SIGINT);
+}
+
+void PythonDriver::killGroup() noexcept {
+  signalGroup(pid_, SIGKILL);
+  reaper_.forget(pid_);  // the Reaper still collects it; nobody is told
+  exited_ = true;
+}
+
+void PythonDriver::drainOutput() {
+  stdout_->drain();
+  stderr_->drain();
+}
+
+void PythonDriver::onReplyBytes(std::string_view chunk) {
+  reply_buffer_.append(chunk);
+  std::size_t newline;
+  while ((newline = reply_buffer_.find('\n')) != std::string::npos) {
+    const std::string line = reply_buffer_.substr(0, newline);
+    reply_buffer_.erase(0, newline + 1);
+    const std::weak_ptr<int> alive = liveness_;
+    handleLine(line);
+    if (alive.expired()) return;  // a callback replaced this driver
+  }
+  if (reply_buffer_.size() > kMaxReplyLineBytes) {
+    std::fprintf(stderr,
+                 "sandbox-agent: the Python driver sent an overlong reply; restarting it\n");
+    reply_buffer_.clear();
+    killGroup();
+    auto on_exit = events_.on_exit;
+    on_exit(SIGKILL);  // a wait status meaning "killed by SIGKILL"
+  }
+}
+
+void PythonDriver::handleLine(std::string_view line) {
+  nlohmann::json message = nlohmann::json::parse(line, nullptr, false);
+  if (!message.is_object()) {
+    std::fprintf(stderr, "sandbox-agent: ignoring a malformed line from the Python driver\n");
+    return;
+  }
+  if (message.value("ready", false)) {
+    ready_ = true;
+    python_version_ = message.value("python_version", "");
+    auto on_ready = events_.on_ready;
+    on_ready();
+    return;
+  }
+  auto on_reply = events_.on_reply;
+  on_reply(message);
+}
+
+}  // namespace agent

@@ -1,0 +1,215 @@
+#include "app/server_app.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "config/config.h"
+#include "sandbox/docker/docker_backend.h"
+#include "server/mcp_server.h"
+#include "server/session_manager.h"
+#include "tools/builtin_tools.h"
+#include "transport/http_transport.h"
+#include "transport/stdio_transport.h"
+
+namespace app {
+namespace {
+
+// Everything goes to stderr: in stdio mode stdout carries only JSON-RPC.
+void setupLogging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("sandbox-mcp");
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%^%l%$] %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+config::ServerConfig loadConfig(const CliOptions& options) {
+  auto cfg = options.config_path.empty() ? config::fromJson(nlohmann::json::object())
+                                         : config::loadFile(options.config_path);
+  if (!options.log_level.empty()) {
+    auto document = config::toJson(cfg);
+    document["log_level"] = options.log_level;
+    cfg = config::fromJson(document);
+  }
+  return cfg;
+}
+
+std::string agentPath(const config::ServerConfig& cfg) {
+  if (!cfg.sandbox.agent_path.empty()) return cfg.sandbox.agent_path;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "sandbox-agent" : (self.parent_path() / "sandbox-agent").string();
+}
+
+sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig& cfg) {
+  sandbox::docker::DockerBackendOptions options;
+  options.socket_path = cfg.docker.socket_path;
+  options.api_version = cfg.docker.api_version;
+  options.agent_path = agentPath(cfg);
+  options.request_timeout = std::chrono::milliseconds(cfg.docker.request_timeout_ms);
+  options.default_image = cfg.sandbox.image;
+  return options;
+}
+
+std::string readToken(const CliOptions& options) {
+  std::string token;
+  if (!options.token_file.empty()) {
+    std::ifstream in(options.token_file);
+    if (!in) throw config::ConfigError("cannot read --token-file " + options.token_file);
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("SANDBOX_MCP_TOKEN")) {
+    token = env;
+  }
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  return token;
+}
+
+// Start-up refuses to serve when a check that every call depends on fails, and says how to fix it.
+bool checkReadiness(sandbox::Backend& backend) {
+  bool ready = true;
+  for (const auto& check : backend.healthChecks()) {
+    const bool required = check.name == "docker engine" || check.name == "default image" ||
+                          check.name == "sandbox agent";
+    if (check.ok) {
+      spdlog::debug("check {}: {}", check.name, check.detail);
+    } else if (required) {
+      spdlog::error("check {} failed: {}", check.name, check.detail);
+      ready = false;
+    } else {
+      spdlog::warn("check {} failed: {}", check.name, check.detail);
+    }
+  }
+  return ready;
+}
+
+// Blocks the termination signals in every thread; one thread waits for them and calls `stop`.
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    sigemptyset(&set_);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, signal);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+  ~SignalWatcher() {
+    if (thread_.joinable()) {
+      pthread_kill(thread_.native_handle(), SIGTERM);
+      thread_.join();
+    }
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+  void onSignal(std::function<void()> stop) {
+    thread_ = std::thread([this, stop = std::move(stop)] {
+      int signal = 0;
+      if (sigwait(&set_, &signal) == 0 && !done_) {
+        spdlog::info("received signal {}; shutting down", signal);
+        stop();
+      }
+    });
+  }
+  void finish() { done_ = true; }
+
+ private:
+  sigset_t set_{};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+int serve(const CliOptions& options, const config::ServerConfig& cfg) {
+  SignalWatcher signals;  // before any thread starts, so all inherit the mask
+  sandbox::docker::DockerBackend backend(backendOptions(cfg));
+  if (!checkReadiness(backend)) {
+    spdlog::error("not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
+                  "full check-list)");
+    return 1;
+  }
+  if (const int removed = backend.removeOrphans(); removed > 0) {
+    spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
+  }
+  tools::ToolRegistry registry;
+  tools::registerBuiltinTools(registry, cfg);
+  server::SessionManager sessions(cfg, backend);
+  spdlog::info("sandboxes use runtime {} and image {}", sessions.resolveRuntime(),
+               cfg.sandbox.image);
+  auto mcp = std::make_shared<server::McpServer>(cfg, sessions, registry);
+
+  if (options.mode == Mode::kStdio) {
+    transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, mcp);
+    signals.onSignal([&] { stdio.stop(); });
+    spdlog::info("serving MCP over stdio");
+    stdio.run();
+  } else {
+    transport::HttpTransportOptions http;
+    http.address = options.http_address;
+    http.port = options.http_port;
+    http.path = cfg.http.path;
+    http.token = readToken(options);
+    if (!cfg.http.allowed_origins.empty()) http.allowed_origins = cfg.http.allowed_origins;
+    http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
+    http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
+    transport::HttpTransport server(mcp, http);
+    server.start();
+    signals.onSignal([&] { server.stop(); });
+    spdlog::info("serving MCP over Streamable HTTP at http://{}:{}{}{}",
+                 http.address.find(':') != std::string::npos ? "[" + http.address + "]"
+                                                               : http.address,
+                 server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
+    server.wait();
+  }
+  signals.finish();
+  sessions.shutdown();
+  spdlog::info("stopped; all sandboxes removed");
+  return 0;
+}
+
+}  // namespace
+
+int runServer(const CliOptions& options) noexcept {
+  try {
+    const auto cfg = loadConfig(options);
+    setupLogging(cfg.log_level);
+    return serve(options, cfg);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandbox-mcp: %s\n", e.what());
+    return 1;
+  }
+}
+
+int runDoctor(const CliOptions& options) noexcept {
+  try {
+    const auto cfg = loadConfig(options);
+    setupLogging("warn");
+    sandbox::docker::DockerBackend backend(backendOptions(cfg));
+    bool all_ok = true;
+    for (const auto& check : backend.healthChecks()) {
+      std::printf("[%s] %-22s %s\n", check.ok ? " ok " : "FAIL", check.name.c_str(),
+                  check.detail.c_str());
+      all_ok = all_ok && check.ok;
+    }
+    std::printf(all_ok ? "\nready: sandbox-mcp can serve.\n"
+                       : "\nnot ready: apply the fixes above (scripts/setup.sh does all of "
+                         "them).\n");
+    return all_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandbox-mcp doctor: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace app

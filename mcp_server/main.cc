@@ -1,0 +1,31 @@
+// sandbox-mcp: an MCP server that runs untrusted code in gVisor-isolated Docker sandboxes.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/cli_options.h"
+#include "app/server_app.h"
+
+int main(int argc, char** argv) {
+  app::CliOptions options;
+  try {
+    options = app::parseCli(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const app::UsageError& e) {
+    std::fprintf(stderr, "sandbox-mcp: %s\n\n%s", e.what(), app::usageText());
+    return 2;
+  }
+  switch (options.mode) {
+    case app::Mode::kHelp:
+      std::fputs(app::usageText(), stdout);
+      return 0;
+    case app::Mode::kVersion:
+      std::puts("sandbox-mcp 0.1.0");
+      return 0;
+    case app::Mode::kDoctor:
+      return app::runDoctor(options);
+    case app::Mode::kStdio:
+    case app::Mode::kHttp:
+      break;
+  }
+  return app::runServer(options);
+}

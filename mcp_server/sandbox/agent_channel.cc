@@ -1,0 +1,186 @@
+#include "sandbox/agent_channel.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "common/frame.h"
+#include "sandbox/log.h"
+
+namespace sandbox {
+
+std::shared_ptr<AgentChannel> AgentChannel::start(std::unique_ptr<ByteStream> stream,
+                                                  std::string name) {
+  std::shared_ptr<AgentChannel> channel(new AgentChannel(std::move(stream), std::move(name)));
+  channel->reader_ = std::thread([raw = channel.get()] { raw->readLoop(); });
+  return channel;
+}
+
+AgentChannel::AgentChannel(std::unique_ptr<ByteStream> stream, std::string name)
+    : stream_(std::move(stream)), name_(std::move(name)) {}
+
+AgentChannel::~AgentChannel() {
+  close("the server closed the session");
+  if (reader_.joinable()) reader_.join();
+}
+
+void AgentChannel::close(const std::string& reason) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (!closed_) {
+      closed_ = true;
+      close_reason_ = reason;
+      logger().debug("agent channel {} closed: {}", name_, reason);
+    }
+  }
+  stream_->shutdown();
+  changed_.notify_all();
+}
+
+bool AgentChannel::alive() const noexcept {
+  std::lock_guard lock(mutex_);
+  return !closed_;
+}
+
+std::string AgentChannel::closeReason() const {
+  std::lock_guard lock(mutex_);
+  return close_reason_;
+}
+
+nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseconds deadline,
+                                  const CallOptions& options) {
+  auto waiter = std::make_shared<Waiter>();
+  waiter->on_event = options.on_event;
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) throw ChannelClosedError(close_reason_);
+    id = next_id_++;
+    waiters_.emplace(id, waiter);
+  }
+  request["id"] = id;
+  try {
+    writeFrame(request);
+  } catch (const frame::FrameError& e) {  // too large: refuse this call, the channel is fine
+    std::lock_guard lock(mutex_);
+    waiters_.erase(id);
+    throw SandboxError(std::string("request refused: ") + e.what() + "; send less data per call");
+  } catch (const std::exception& e) {
+    close(std::string("writing to the agent failed: ") + e.what());
+    std::lock_guard lock(mutex_);
+    waiters_.erase(id);
+    throw ChannelClosedError(close_reason_);
+  }
+
+  std::optional<CancelSubscription> cancel_subscription;
+  if (options.cancel != nullptr) {
+    cancel_subscription.emplace(*options.cancel, [weak = weak_from_this(), id] {
+      if (auto self = weak.lock()) self->sendCancel(id);
+    });
+  }
+
+  std::unique_lock lock(mutex_);
+  const auto bounded = std::min(deadline, std::chrono::milliseconds(std::chrono::hours(24 * 365)));
+  const bool settled =
+      changed_.wait_for(lock, bounded, [&] { return waiter->reply.has_value() || closed_; });
+  waiters_.erase(id);
+  // An event handler may still be running with the caller's callback: let it finish first.
+  changed_.wait(lock, [&] { return waiter->dispatching == 0; });
+  if (waiter->reply) return std::move(*waiter->reply);
+  if (!settled) {
+    lock.unlock();
+    close("the agent did not answer within " + std::to_string(deadline.count()) + " ms (request '" +
+          request.value("op", std::string("?")) + "')");
+    lock.lock();
+  }
+  throw ChannelClosedError(close_reason_);
+}
+
+void AgentChannel::writeFrame(const nlohmann::json& message) {
+  // Invalid UTF-8 from a caller is replaced rather than thrown: the agent only sees valid JSON.
+  const std::string bytes =
+      frame::encode(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::lock_guard lock(write_mutex_);
+  stream_->write(bytes);
+}
+
+void AgentChannel::sendCancel(std::uint64_t target) noexcept {
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    id = next_id_++;  // its reply has no waiter and is dropped by dispatch()
+  }
+  try {
+    writeFrame({{"id", id}, {"op", "cancel"}, {"target", target}});
+  } catch (const std::exception& e) {
+    logger().warn("agent channel {}: sending cancel for request {} failed: {}", name_, target,
+                  e.what());
+  }
+}
+
+void AgentChannel::readLoop() noexcept {
+  frame::Decoder decoder;
+  std::string chunk;
+  try {
+    for (;;) {
+      chunk.clear();
+      if (stream_->read(chunk) == 0) {
+        close("the agent's output ended (the container exited or was removed)");
+        return;
+      }
+      decoder.feed(chunk);
+      while (auto payload = decoder.next()) dispatch(*payload);
+    }
+  } catch (const std::exception& e) {
+    close(std::string("the agent channel broke: ") + e.what());
+  }
+}
+
+void AgentChannel::dispatch(const std::string& payload) {
+  const auto message = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (!message.is_object()) {
+    throw frame::FrameError("the agent sent a frame that is not a JSON object");
+  }
+  const auto id_it = message.find("id");
+  if (id_it == message.end() || !id_it->is_number_unsigned()) {
+    logger().warn("agent channel {}: ignoring a frame without a numeric id: {}", name_,
+                  payload.substr(0, 200));
+    return;
+  }
+  const auto id = id_it->get<std::uint64_t>();
+  if (message.contains("event")) {
+    deliverEvent(id, message);
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  const auto it = waiters_.find(id);
+  if (it == waiters_.end()) {
+    logger().debug("agent channel {}: reply to {} has no waiter (cancel, or after a timeout)",
+                   name_, id);
+    return;
+  }
+  it->second->reply = message;
+  changed_.notify_all();
+}
+
+void AgentChannel::deliverEvent(std::uint64_t id, const nlohmann::json& event) {
+  std::shared_ptr<Waiter> waiter;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = waiters_.find(id);
+    if (it == waiters_.end() || !it->second->on_event) return;
+    waiter = it->second;
+    ++waiter->dispatching;
+  }
+  try {
+    waiter->on_event(event);
+  } catch (const std::exception& e) {
+    logger().warn("agent channel {}: event handler for request {} threw: {}", name_, id, e.what());
+  }
+  std::lock_guard lock(mutex_);
+  --waiter->dispatching;
+  changed_.notify_all();
+}
+
+}  // namespace sandbox

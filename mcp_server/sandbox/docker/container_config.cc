@@ -1,0 +1,117 @@
+#include "sandbox/docker/container_config.h"
+
+#include <cmath>
+
+namespace sandbox::docker {
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+bool isAbsolute(const std::string& path) { return !path.empty() && path.front() == '/'; }
+
+// Binds are "host:container:mode" strings: a ':' or ',' inside a path would be misparsed.
+void requireBindablePath(const std::string& path, const std::string& field) {
+  if (!isAbsolute(path))
+    throw SandboxError(field + " must be an absolute path, got '" + path + "'");
+  if (path.find_first_of(":,") != std::string::npos) {
+    throw SandboxError(field + " must not contain ':' or ',', got '" + path + "'");
+  }
+}
+
+}  // namespace
+
+void validateSpec(const SandboxSpec& spec) {
+  if (spec.image.empty()) throw SandboxError("spec.image is empty; name an image to run");
+  if (spec.runtime.empty()) throw SandboxError("spec.runtime is empty; use runsc or runc");
+  const Limits& limits = spec.limits;
+  if (limits.memory_mib < 16) throw SandboxError("limits.memory_mib must be at least 16");
+  if (limits.cpus <= 0) throw SandboxError("limits.cpus must be positive");
+  if (limits.pids < 16) throw SandboxError("limits.pids must be at least 16 (runsc needs ~40)");
+  if (limits.tmp_size_mib <= 0 || limits.workdir_size_mib <= 0) {
+    throw SandboxError("limits.tmp_size_mib and limits.workdir_size_mib must be positive");
+  }
+  requireBindablePath(spec.workdir, "spec.workdir");
+  if (spec.workdir == "/") throw SandboxError("spec.workdir must not be '/'");
+  for (const auto& volume : spec.volumes) {
+    requireBindablePath(volume.host_path, "volumes[].host_path");
+    requireBindablePath(volume.container_path, "volumes[].container_path");
+    if (volume.container_path == "/" || volume.container_path.rfind("/.sandbox", 0) == 0) {
+      throw SandboxError("volumes[].container_path '" + volume.container_path +
+                         "' would hide the system or the agent; pick another directory");
+    }
+  }
+  for (const auto& [key, value] : spec.environment) {
+    if (key.empty() || key.find('=') != std::string::npos) {
+      throw SandboxError("environment variable name '" + key + "' is invalid");
+    }
+  }
+}
+
+std::string tmpfsOptions(std::int64_t size_mib) {
+  // Docker mounts tmpfs noexec unless told otherwise; running what you just compiled or
+  // pip-installed is the point of a code sandbox, and the isolation boundary is gVisor.
+  return "rw,nosuid,nodev,exec,size=" + std::to_string(size_mib) + "m,mode=1777";
+}
+
+nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& agent_host_path,
+                                   const std::map<std::string, std::string>& ownership_labels) {
+  validateSpec(spec);
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [key, value] : spec.environment) env.push_back(key + "=" + value);
+
+  nlohmann::json labels = nlohmann::json::object();
+  for (const auto& [key, value] : spec.labels) labels[key] = value;
+  for (const auto& [key, value] : ownership_labels) labels[key] = value;
+
+  nlohmann::json binds = nlohmann::json::array();
+  binds.push_back(agent_host_path + ":" + kAgentContainerPath + ":ro");
+  for (const auto& volume : spec.volumes) {
+    binds.push_back(volume.host_path + ":" + volume.container_path +
+                    (volume.read_only ? ":ro" : ":rw"));
+  }
+
+  nlohmann::json tmpfs = nlohmann::json::object();
+  tmpfs["/tmp"] = tmpfsOptions(spec.limits.tmp_size_mib);
+  if (spec.workdir != "/tmp") tmpfs[spec.workdir] = tmpfsOptions(spec.limits.workdir_size_mib);
+
+  const std::int64_t memory_bytes = spec.limits.memory_mib * kMiB;
+  nlohmann::json host_config = {
+      {"NetworkMode", "none"},
+      {"Runtime", spec.runtime},
+      {"Memory", memory_bytes},
+      {"MemorySwap", memory_bytes},  // equal to Memory: no swap
+      {"NanoCpus", static_cast<std::int64_t>(std::llround(spec.limits.cpus * 1e9))},
+      {"PidsLimit", spec.limits.pids},
+      {"CapDrop", {"ALL"}},
+      {"SecurityOpt", {"no-new-privileges"}},
+      {"ReadonlyRootfs", spec.read_only_root},
+      {"Tmpfs", tmpfs},
+      {"Binds", binds},
+      // When the server dies its attach connection closes, the agent sees EOF on stdin and
+      // exits, and the engine removes the container: a crash leaves nothing running.
+      {"AutoRemove", true},
+      {"Init", false},  // the agent is PID 1 and reaps its children itself
+      {"IpcMode", "private"},
+  };
+
+  nlohmann::json body = {
+      {"Image", spec.image},
+      {"Cmd", {kAgentContainerPath}},
+      {"Entrypoint", nlohmann::json::array()},  // ignore the image's entrypoint
+      {"Env", env},
+      {"WorkingDir", spec.workdir},
+      {"Labels", labels},
+      {"OpenStdin", true},
+      {"StdinOnce", true},  // stdin closes when our attach connection closes
+      {"AttachStdin", true},
+      {"AttachStdout", true},
+      {"AttachStderr", true},
+      {"Tty", false},  // keep stdout and stderr apart (multiplexed stream)
+      {"NetworkDisabled", true},
+      {"HostConfig", host_config},
+  };
+  if (!spec.user.empty()) body["User"] = spec.user;
+  return body;
+}
+
+}  // namespace sandbox::docker

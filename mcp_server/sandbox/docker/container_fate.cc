@@ -1,0 +1,93 @@
+#include "sandbox/docker/container_fate.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "sandbox/log.h"
+
+namespace sandbox::docker {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+// "seconds.nanoseconds", the precision the events API accepts for since/until.
+std::string unixTimestampNow() {
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  char text[48];
+  std::snprintf(text, sizeof text, "%lld.%09lld", static_cast<long long>(ns / 1000000000),
+                static_cast<long long>(ns % 1000000000));
+  return text;
+}
+
+std::optional<ContainerFate> readFateOnce(EngineClient& engine, const std::string& container_id,
+                                          std::int64_t since_unix) {
+  const nlohmann::json filters = {
+      {"container", {container_id}}, {"type", {"container"}}, {"event", {"oom", "die"}}};
+  // With `until` in the past the engine answers from its event log and ends the reply.
+  const auto reply = engine.request(Method::kGet, "/events?since=" + std::to_string(since_unix) +
+                                                      "&until=" + unixTimestampNow() +
+                                                      "&filters=" + urlEncode(filters.dump()));
+  ContainerFate fate;
+  bool died = false;
+  std::size_t start = 0;
+  while (start < reply.body.size()) {
+    auto end = reply.body.find('\n', start);
+    if (end == std::string::npos) end = reply.body.size();
+    const auto event = nlohmann::json::parse(reply.body.substr(start, end - start), nullptr,
+                                             /*allow_exceptions=*/false);
+    start = end + 1;
+    if (!event.is_object()) continue;
+    const std::string action = event.value("Action", std::string());
+    if (action == "oom") fate.oom_killed = true;
+    if (action == "die") {
+      died = true;
+      const auto actor = event.value("Actor", nlohmann::json::object());
+      const auto attributes = actor.value("Attributes", nlohmann::json::object());
+      if (attributes.contains("exitCode") && attributes["exitCode"].is_string()) {
+        fate.exit_code = std::atoi(attributes["exitCode"].get<std::string>().c_str());
+      }
+    }
+  }
+  if (!died) return std::nullopt;
+  return fate;
+}
+
+}  // namespace
+
+std::optional<ContainerFate> waitForContainerFate(EngineClient& engine,
+                                                  const std::string& container_id,
+                                                  std::int64_t since_unix,
+                                                  std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    try {
+      if (auto fate = readFateOnce(engine, container_id, since_unix)) return fate;
+    } catch (const std::exception& e) {
+      logger().warn("reading the fate of container {} failed: {}", container_id.substr(0, 12),
+                    e.what());
+      return std::nullopt;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::string describeFate(const ContainerFate& fate, std::int64_t memory_mib) {
+  if (fate.oom_killed) {
+    return "the sandbox was killed because it exceeded its memory limit of " +
+           std::to_string(memory_mib) +
+           " MiB; its state is lost. Start a new session and use less memory (or ask for a "
+           "larger limit)";
+  }
+  if (fate.exit_code == 137) {
+    return "the sandbox was killed (SIGKILL, exit code 137): it was removed, or it hit its "
+           "process limit; its state is lost. Start a new session";
+  }
+  return "the sandbox's agent exited with code " + std::to_string(fate.exit_code) +
+         "; its state is lost. Start a new session";
+}
+
+}  // namespace sandbox::docker

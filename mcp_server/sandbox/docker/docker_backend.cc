@@ -1,0 +1,351 @@
+#include "sandbox/docker/docker_backend.h"
+
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "sandbox/agent_channel.h"
+#include "sandbox/docker/attach_stream.h"
+#include "sandbox/docker/container_config.h"
+#include "sandbox/docker/container_fate.h"
+#include "sandbox/docker/docker_sandbox.h"
+#include "sandbox/docker/ustar.h"
+#include "sandbox/log.h"
+
+namespace sandbox::docker {
+namespace {
+
+// A write to the agent that cannot finish this long means it stopped reading its stdin.
+constexpr std::chrono::milliseconds kAgentSendTimeout{30000};
+
+std::string randomHex(std::size_t digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device device;
+  std::string out;
+  for (std::size_t i = 0; i < digits; ++i) out.push_back(kHex[device() % 16]);
+  return out;
+}
+
+std::int64_t nowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Image references go into the URL path unencoded (as the Docker CLI sends them).
+void requireImageReference(const std::string& image) {
+  const bool plausible = !image.empty() && std::all_of(image.begin(), image.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("._-:/@").find(c) != std::string_view::npos;
+  });
+  if (!plausible) throw SandboxError("'" + image + "' is not a valid image reference");
+}
+
+// Removes a half-made container unless dismissed: create() leaks nothing when it fails.
+class ContainerRemover {
+ public:
+  ContainerRemover(EngineClient& engine, std::string id) : engine_(engine), id_(std::move(id)) {}
+  ~ContainerRemover() {
+    if (armed_) forceRemoveContainer(engine_, id_);
+  }
+  ContainerRemover(const ContainerRemover&) = delete;
+  ContainerRemover& operator=(const ContainerRemover&) = delete;
+  void dismiss() noexcept { armed_ = false; }
+
+ private:
+  EngineClient& engine_;
+  std::string id_;
+  bool armed_ = true;
+};
+
+std::string tail(const std::string& text, std::size_t max_bytes) {
+  return text.size() <= max_bytes ? text : "..." + text.substr(text.size() - max_bytes);
+}
+
+}  // namespace
+
+std::string shortContentHash(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+    throw SandboxError("computing sha256 failed (OpenSSL EVP_Digest)");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < 8 && i < length; ++i) {
+    hex.push_back(kHex[digest[i] >> 4U]);
+    hex.push_back(kHex[digest[i] & 0x0FU]);
+  }
+  return hex;
+}
+
+DockerBackend::DockerBackend(DockerBackendOptions options)
+    : options_(std::move(options)), self_(ProcessIdentity::current()) {
+  if (options_.instance_id.empty()) options_.instance_id = randomHex(16);
+  EngineClientOptions engine_options;
+  engine_options.socket_path = options_.socket_path;
+  engine_options.api_version = options_.api_version;
+  engine_options.connect_timeout = options_.connect_timeout;
+  engine_options.request_timeout = options_.request_timeout;
+  engine_ = std::make_shared<EngineClient>(std::move(engine_options));
+  ownership_labels_ = options_.labels;
+  for (auto& [key, value] : ownershipLabels(options_.instance_id, self_)) {
+    ownership_labels_[key] = value;
+  }
+}
+
+DockerBackend::~DockerBackend() = default;
+
+std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
+  if (const auto agent = checkAgentBinary(); !agent.ok) {
+    throw SandboxError("cannot create a sandbox: " + agent.detail);
+  }
+  const auto body = containerCreateBody(spec, options_.agent_path, ownership_labels_);
+  ContainerRecord record;
+  record.name = "sandbox-mcp-" + randomHex(12);
+  record.image = spec.image;
+  record.runtime = spec.runtime;
+  record.memory_mib = spec.limits.memory_mib;
+  record.created_unix = nowUnix();
+  record.id = engine_->request(Method::kPost, "/containers/create?name=" + record.name, body)
+                  .json()
+                  .at("Id")
+                  .get<std::string>();
+  ContainerRemover remover(*engine_, record.id);
+
+  // Attach before start so not a byte of the agent's output is missed.
+  auto attach = AttachStream::open(*engine_, record.id, kAgentSendTimeout);
+  const AttachStream& attach_view = *attach;  // owned by the channel, which outlives its use here
+  auto channel = AgentChannel::start(std::move(attach), record.name);
+  engine_->request(Method::kPost, "/containers/" + record.id + "/start");
+
+  nlohmann::json hello;
+  try {
+    hello = channel->call({{"op", "hello"}}, options_.hello_timeout);
+  } catch (const ChannelClosedError& e) {
+    std::string message = "the sandbox agent did not start: ";
+    const auto fate = waitForContainerFate(*engine_, record.id, record.created_unix - 1,
+                                           DockerSandbox::kFateWait);
+    if (!fate) {
+      message += e.what();
+    } else if (fate->oom_killed) {
+      message += "the container ran out of memory (" + std::to_string(record.memory_mib) +
+                 " MiB) before the agent answered";
+    } else {
+      message += "the container exited with code " + std::to_string(fate->exit_code) +
+                 " before the agent answered";
+    }
+    const std::string agent_stderr = attach_view.stderrTail();
+    if (!agent_stderr.empty()) message += ". Agent stderr: " + tail(agent_stderr, 1000);
+    throw SandboxError(message + ". Check that " + options_.agent_path +
+                       " is the static sandbox-agent binary and that image " + spec.image +
+                       " runs under " + spec.runtime);
+  }
+  if (!hello.value("ok", false)) {
+    throw SandboxError("the sandbox agent refused hello: " + hello.value("error", std::string()));
+  }
+  remover.dismiss();
+  logger().info("sandbox {} ({}) started under {} from {}", record.name, record.id.substr(0, 12),
+                record.runtime, record.image);
+  return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(channel),
+                                         std::move(hello));
+}
+
+bool DockerBackend::imageExists(const std::string& image) {
+  requireImageReference(image);
+  try {
+    engine_->request(Method::kGet, "/images/" + image + "/json");
+    return true;
+  } catch (const EngineError& e) {
+    if (e.isNotFound()) return false;
+    throw;
+  }
+}
+
+std::string DockerBackend::buildImage(const std::string& dockerfile) {
+  const std::string tag = "sandbox-mcp-build:" + shortContentHash(dockerfile);
+  if (imageExists(tag)) return tag;  // same content, same image: built before
+  UstarWriter context;
+  context.addFile("Dockerfile", dockerfile);
+  logger().info("building image {} (no network)", tag);
+  const auto output =
+      engine_->build("/build?t=" + urlEncode(tag) + "&rm=1&forcerm=1&networkmode=none",
+                     context.finish(), options_.build_timeout);
+  if (!output.errors.empty()) {
+    std::string errors;
+    for (const auto& error : output.errors) errors += (errors.empty() ? "" : "; ") + error;
+    throw SandboxError("building the image failed: " + errors +
+                       ". The build has no network: base it on a local image (FROM "
+                       "sandbox-mcp/python:latest) and install nothing from the internet. Log: " +
+                       tail(output.log, 2000));
+  }
+  if (!imageExists(tag)) {
+    throw SandboxError("the build reported success but image " + tag +
+                       " is missing. Log: " + tail(output.log, 2000));
+  }
+  return tag;
+}
+
+std::vector<std::string> DockerBackend::runtimes() {
+  const auto info = engine_->request(Method::kGet, "/info").json();
+  std::vector<std::string> names;
+  // items() refers to its json: keep the object alive for the whole loop.
+  const auto runtime_map = info.value("Runtimes", nlohmann::json::object());
+  for (const auto& [name, config] : runtime_map.items()) {
+    names.push_back(name);
+  }
+  return names;
+}
+
+int DockerBackend::removeOrphans() {
+  const nlohmann::json filters = {{"label", {std::string(kLabelManaged) + "=1"}}};
+  const auto list =
+      engine_->request(Method::kGet, "/containers/json?all=1&filters=" + urlEncode(filters.dump()))
+          .json();
+  int removed = 0;
+  for (const auto& item : list) {
+    ContainerSummary container;
+    container.id = item.value("Id", std::string());
+    container.state = item.value("State", std::string());
+    container.created_unix = item.value("Created", std::int64_t{0});
+    const auto labels = item.value("Labels", nlohmann::json::object());
+    for (const auto& [key, value] : labels.items()) {
+      if (value.is_string()) container.labels[key] = value.get<std::string>();
+    }
+    const auto decision =
+        decideOrphan(container, options_.instance_id, self_, nowUnix(), processStartTicks);
+    if (!decision.remove) {
+      logger().debug("keeping container {}: {}", container.id.substr(0, 12), decision.reason);
+      continue;
+    }
+    logger().info("removing orphaned container {}: {}", container.id.substr(0, 12),
+                  decision.reason);
+    forceRemoveContainer(*engine_, container.id);
+    ++removed;
+  }
+  return removed;
+}
+
+std::vector<HealthCheck> DockerBackend::healthChecks() {
+  std::vector<HealthCheck> checks;
+  checks.push_back(checkEngine());
+  if (!checks.back().ok) return checks;  // everything else needs the engine
+  for (auto& check : checkRuntime()) checks.push_back(std::move(check));
+  checks.push_back(checkImage());
+  checks.push_back(checkAgentBinary());
+  return checks;
+}
+
+HealthCheck DockerBackend::checkEngine() {
+  HealthCheck check{"docker engine", false, ""};
+  try {
+    const auto version = engine_->request(Method::kGet, "/version").json();
+    check.ok = true;
+    check.detail = "Docker Engine " + version.value("Version", std::string("?")) + " (API " +
+                   version.value("ApiVersion", std::string("?")) + ") at " + options_.socket_path;
+  } catch (const std::exception& e) {
+    check.detail = std::string(e.what()) + ". Fix: start dockerd with scripts/setup.sh";
+  }
+  return check;
+}
+
+std::vector<HealthCheck> DockerBackend::checkRuntime() {
+  static constexpr const char* kRuntimeFix =
+      "add \"runtimes\": {\"runsc\": {\"path\": \"/usr/bin/runsc\", \"runtimeArgs\": "
+      "[\"--network=none\", \"--host-uds=open\"]}} to /etc/docker/daemon.json, then restart "
+      "dockerd (scripts/setup.sh does both)";
+  HealthCheck registered{"runsc runtime", false, ""};
+  HealthCheck host_uds{"runsc --host-uds=open", false, ""};
+  nlohmann::json runsc;
+  try {
+    runsc = engine_->request(Method::kGet, "/info")
+                .json()
+                .value("Runtimes", nlohmann::json::object())
+                .value("runsc", nlohmann::json());
+  } catch (const std::exception& e) {
+    registered.detail = e.what();
+    host_uds.detail = "unknown";
+    return {registered, host_uds};
+  }
+  if (runsc.is_null()) {
+    registered.detail = std::string("runsc is not registered with dockerd. Fix: ") + kRuntimeFix;
+    host_uds.detail = "runsc is not registered";
+    return {registered, host_uds};
+  }
+  registered.ok = true;
+  registered.detail = "runsc registered at " + runsc.value("path", std::string("?"));
+
+  // The engine reports runtimeArgs in /info; older engines only have them in daemon.json.
+  nlohmann::json args = runsc.value("runtimeArgs", nlohmann::json());
+  std::string source = "dockerd /info";
+  if (!args.is_array()) {
+    std::ifstream in("/etc/docker/daemon.json");
+    const auto config = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (config.is_object()) {
+      args = config.value("runtimes", nlohmann::json::object())
+                 .value("runsc", nlohmann::json::object())
+                 .value("runtimeArgs", nlohmann::json::array());
+      source = "/etc/docker/daemon.json";
+    }
+  }
+  if (!args.is_array()) {
+    host_uds.ok = false;
+    host_uds.detail =
+        "unknown: dockerd does not report runsc's runtimeArgs and "
+        "/etc/docker/daemon.json is unreadable; make sure they include "
+        "--host-uds=open";
+    return {registered, host_uds};
+  }
+  const bool has_host_uds = std::any_of(args.begin(), args.end(), [](const nlohmann::json& arg) {
+    return arg.is_string() && (arg == "--host-uds=open" || arg == "--host-uds=all");
+  });
+  host_uds.ok = has_host_uds;
+  host_uds.detail = has_host_uds ? "runtimeArgs " + args.dump() + " (from " + source + ")"
+                                 : "runtimeArgs " + args.dump() +
+                                       " lack --host-uds=open, so sandboxes "
+                                       "cannot reach the sidecar socket. Fix: " +
+                                       kRuntimeFix;
+  return {registered, host_uds};
+}
+
+HealthCheck DockerBackend::checkImage() {
+  HealthCheck check{"default image", false, ""};
+  try {
+    check.ok = imageExists(options_.default_image);
+    check.detail = check.ok ? options_.default_image + " is present"
+                            : options_.default_image +
+                                  " is missing. Fix: docker/build-images.sh (images cannot be "
+                                  "pulled here)";
+  } catch (const std::exception& e) {
+    check.detail = e.what();
+  }
+  return check;
+}
+
+HealthCheck DockerBackend::checkAgentBinary() const {
+  HealthCheck check{"sandbox agent", false, ""};
+  struct stat info {};
+  if (options_.agent_path.empty()) {
+    check.detail =
+        "no agent path configured. Fix: build it with `cmake --build build --target "
+        "sandbox-agent` and pass its path";
+  } else if (::stat(options_.agent_path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
+             ::access(options_.agent_path.c_str(), X_OK) != 0) {
+    check.detail = options_.agent_path +
+                   " is missing or not executable. Fix: cmake --build build --target "
+                   "sandbox-agent";
+  } else {
+    check.ok = true;
+    check.detail = options_.agent_path + " (" + std::to_string(info.st_size) + " bytes)";
+  }
+  return check;
+}
+
+}  // namespace sandbox::docker

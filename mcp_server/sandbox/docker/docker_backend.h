@@ -1,0 +1,66 @@
+// sandbox::Backend on the Docker Engine API: each sandbox is a container running the static
+// sandbox-agent as PID 1 (bind-mounted read-only), normally under gVisor (runsc).
+// Thread-safe: create() and the other calls may run concurrently.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/backend.h"
+#include "sandbox/docker/engine_client.h"
+#include "sandbox/docker/ownership.h"
+
+namespace sandbox::docker {
+
+struct DockerBackendOptions {
+  std::string socket_path = "/var/run/docker.sock";
+  std::string api_version = "v1.41";  // the engine here is 20.10
+  std::string agent_path;             // host path of the static sandbox-agent binary
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds request_timeout{30000};
+  std::chrono::milliseconds hello_timeout{15000};           // from start until the agent answers
+  std::chrono::milliseconds build_timeout{600000};          // POST /build
+  std::string default_image = "sandbox-mcp/python:latest";  // checked by healthChecks()
+  std::string instance_id;                    // this server instance; empty: a random one
+  std::map<std::string, std::string> labels;  // added to every container
+};
+
+class DockerBackend final : public Backend {
+ public:
+  explicit DockerBackend(DockerBackendOptions options);
+  ~DockerBackend() override;
+  DockerBackend(const DockerBackend&) = delete;
+  DockerBackend& operator=(const DockerBackend&) = delete;
+
+  // Creates, attaches, starts and greets a container; on any failure it is removed again.
+  std::unique_ptr<Sandbox> create(const SandboxSpec& spec) override;
+  [[nodiscard]] bool imageExists(const std::string& image) override;
+  // Tag: sandbox-mcp-build:<first 16 hex digits of sha256(dockerfile)>; built with no network.
+  std::string buildImage(const std::string& dockerfile) override;
+  [[nodiscard]] std::vector<std::string> runtimes() override;
+  // See ownership.h for the rule that decides what is an orphan.
+  int removeOrphans() override;
+  [[nodiscard]] std::vector<HealthCheck> healthChecks() override;
+
+  [[nodiscard]] const std::string& instanceId() const noexcept { return options_.instance_id; }
+  [[nodiscard]] EngineClient& engine() noexcept { return *engine_; }
+
+ private:
+  HealthCheck checkEngine();
+  std::vector<HealthCheck> checkRuntime();
+  HealthCheck checkImage();
+  HealthCheck checkAgentBinary() const;
+
+  DockerBackendOptions options_;
+  std::shared_ptr<EngineClient> engine_;
+  ProcessIdentity self_;
+  std::map<std::string, std::string> ownership_labels_;
+};
+
+// First 16 hex digits of SHA-256(text), via OpenSSL EVP. Pure.
+[[nodiscard]] std::string shortContentHash(std::string_view text);
+
+}  // namespace sandbox::docker

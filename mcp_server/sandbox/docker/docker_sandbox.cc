@@ -1,0 +1,172 @@
+#include "sandbox/docker/docker_sandbox.h"
+
+#include <utility>
+
+#include "sandbox/base64.h"
+#include "sandbox/docker/container_fate.h"
+#include "sandbox/log.h"
+
+namespace sandbox::docker {
+namespace {
+
+template <class T>
+T field(const nlohmann::json& object, const char* key, T fallback) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
+ExecResult parseExecReply(const nlohmann::json& reply) {
+  ExecResult result;
+  result.status = field<std::string>(reply, "status", "error");
+  result.stdout_text = field<std::string>(reply, "stdout", "");
+  result.stderr_text = field<std::string>(reply, "stderr", "");
+  result.exit_code = field<int>(reply, "exit_code", 0);
+  if (reply.contains("result") && reply["result"].is_string()) {
+    result.result = reply["result"].get<std::string>();
+  }
+  const auto truncated = field<nlohmann::json>(reply, "truncated", nlohmann::json::object());
+  result.stdout_truncated = field<bool>(truncated, "stdout", false);
+  result.stderr_truncated = field<bool>(truncated, "stderr", false);
+  result.stdout_bytes = field<std::uint64_t>(reply, "stdout_bytes", result.stdout_text.size());
+  result.stderr_bytes = field<std::uint64_t>(reply, "stderr_bytes", result.stderr_text.size());
+  result.duration_ms = field<double>(reply, "duration_ms", 0.0);
+  result.state_lost = field<bool>(reply, "state_lost", false);
+  return result;
+}
+
+}  // namespace
+
+void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept {
+  try {
+    engine.request(Method::kDelete, "/containers/" + id + "?force=1");
+  } catch (const EngineError& e) {
+    if (!e.isNotFound() && !e.isConflict()) {
+      logger().warn("removing container {} failed: {}", id.substr(0, 12), e.what());
+    }
+  } catch (const std::exception& e) {
+    logger().warn("removing container {} failed: {}", id.substr(0, 12), e.what());
+  }
+}
+
+std::string explainStop(EngineClient& engine, const ContainerRecord& record,
+                        const std::string& fallback) {
+  const auto fate =
+      waitForContainerFate(engine, record.id, record.created_unix - 1, DockerSandbox::kFateWait);
+  return fate ? describeFate(*fate, record.memory_mib) : fallback;
+}
+
+DockerSandbox::DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record,
+                             std::shared_ptr<AgentChannel> channel, nlohmann::json hello)
+    : engine_(std::move(engine)),
+      record_(std::move(record)),
+      channel_(std::move(channel)),
+      hello_(std::move(hello)) {}
+
+DockerSandbox::~DockerSandbox() {
+  // Closing the attach connection closes the agent's stdin (StdinOnce): it exits and the engine
+  // removes the container. The forced removal makes that immediate and certain.
+  channel_->close("the session ended");
+  channel_.reset();
+  forceRemoveContainer(*engine_, record_.id);
+  logger().debug("sandbox {} removed", record_.name);
+}
+
+std::string DockerSandbox::status() {
+  try {
+    const auto state = engine_->request(Method::kGet, "/containers/" + record_.id + "/json")
+                           .json()
+                           .value("State", nlohmann::json::object());
+    return state.value("Status", std::string("unknown"));
+  } catch (const EngineError& e) {
+    if (e.isNotFound()) return "gone";
+    throw;
+  }
+}
+
+std::optional<std::string> DockerSandbox::stopReason() {
+  if (channel_->alive()) return std::nullopt;
+  return resolveStopReason();
+}
+
+std::string DockerSandbox::resolveStopReason() {
+  std::lock_guard lock(stop_reason_mutex_);
+  if (!stop_reason_) {
+    stop_reason_ =
+        explainStop(*engine_, record_, "the sandbox stopped: " + channel_->closeReason());
+  }
+  return *stop_reason_;
+}
+
+nlohmann::json DockerSandbox::callAgent(nlohmann::json request, std::chrono::milliseconds deadline,
+                                        const AgentChannel::CallOptions& options) {
+  nlohmann::json reply;
+  try {
+    reply = channel_->call(std::move(request), deadline, options);
+  } catch (const ChannelClosedError&) {
+    throw SandboxError(resolveStopReason());
+  }
+  if (!field<bool>(reply, "ok", false)) {
+    throw SandboxError(field<std::string>(reply, "error", "the agent refused the request"));
+  }
+  return reply;
+}
+
+ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
+                               const OutputCallback& on_output) {
+  nlohmann::json message = {
+      {"op", "exec"},
+      {"kind", request.kind == ExecKind::kPython ? "python" : "shell"},
+      {"code", request.code},
+      {"timeout_ms", request.timeout.count()},
+      {"max_output_bytes", request.max_output_bytes},
+      {"stream", request.stream},
+  };
+  AgentChannel::CallOptions options;
+  options.cancel = &cancel;
+  if (request.stream && on_output) {
+    options.on_event = [&on_output](const nlohmann::json& event) {
+      if (field<std::string>(event, "event", "") != "output") return;
+      on_output(field<std::string>(event, "stream", "stdout"),
+                field<std::string>(event, "data", ""));
+    };
+  }
+  return parseExecReply(callAgent(std::move(message), request.timeout + kExecGrace, options));
+}
+
+std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
+  const auto reply = callAgent(
+      {{"op", "write_file"}, {"path", path}, {"data_b64", base64Encode(bytes)}, {"mode", mode}},
+      kFileOpDeadline);
+  return field<std::size_t>(reply, "bytes", bytes.size());
+}
+
+std::string DockerSandbox::readFile(const std::string& path, std::size_t max_bytes) {
+  const auto reply =
+      callAgent({{"op", "read_file"}, {"path", path}, {"max_bytes", max_bytes}}, kFileOpDeadline);
+  try {
+    return base64Decode(field<std::string>(reply, "data_b64", ""));
+  } catch (const std::invalid_argument& e) {
+    throw SandboxError(std::string("the agent sent invalid file data: ") + e.what());
+  }
+}
+
+std::vector<FileEntry> DockerSandbox::listFiles(const std::string& path) {
+  const auto reply = callAgent({{"op", "list_files"}, {"path", path}}, kFileOpDeadline);
+  std::vector<FileEntry> entries;
+  for (const auto& item : field<nlohmann::json>(reply, "entries", nlohmann::json::array())) {
+    FileEntry entry;
+    entry.name = field<std::string>(item, "name", "");
+    entry.type = field<std::string>(item, "type", "other");
+    entry.size = field<std::uint64_t>(item, "size", 0);
+    entry.mtime = field<std::int64_t>(item, "mtime", 0);
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+}  // namespace sandbox::docker

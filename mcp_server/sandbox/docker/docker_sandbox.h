@@ -1,0 +1,84 @@
+// One sandbox container with a live agent channel over its attached stdio. Created by
+// DockerBackend. Thread-safe: exec and file operations may be called concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "sandbox/agent_channel.h"
+#include "sandbox/backend.h"
+#include "sandbox/docker/engine_client.h"
+
+namespace sandbox::docker {
+
+struct ContainerRecord {
+  std::string id;
+  std::string name;
+  std::string image;
+  std::string runtime;
+  std::int64_t memory_mib = 0;
+  std::int64_t created_unix = 0;  // for reading its events
+};
+
+class DockerSandbox final : public Sandbox {
+ public:
+  // Above the agent's own exec timeout: room for SIGINT, the kill and a driver restart.
+  inline static constexpr std::chrono::milliseconds kExecGrace{10000};
+  inline static constexpr std::chrono::milliseconds kFileOpDeadline{60000};
+  // How long to wait for the engine to report the container's exit once the channel closed.
+  inline static constexpr std::chrono::milliseconds kFateWait{3000};
+
+  DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record,
+                std::shared_ptr<AgentChannel> channel, nlohmann::json hello);
+  ~DockerSandbox() override;  // closes the channel and force-removes the container
+  DockerSandbox(const DockerSandbox&) = delete;
+  DockerSandbox& operator=(const DockerSandbox&) = delete;
+
+  [[nodiscard]] const std::string& id() const noexcept override { return record_.id; }
+  [[nodiscard]] const std::string& runtime() const noexcept override { return record_.runtime; }
+  [[nodiscard]] const std::string& image() const noexcept override { return record_.image; }
+  [[nodiscard]] std::string status() override;
+  [[nodiscard]] bool alive() const noexcept override { return channel_->alive(); }
+  [[nodiscard]] std::optional<std::string> stopReason() override;
+
+  ExecResult exec(const ExecRequest& request, CancelToken& cancel,
+                  const OutputCallback& on_output) override;
+  std::size_t writeFile(const std::string& path, std::string_view bytes, int mode) override;
+  std::string readFile(const std::string& path, std::size_t max_bytes) override;
+  std::vector<FileEntry> listFiles(const std::string& path) override;
+
+  [[nodiscard]] const std::string& name() const noexcept { return record_.name; }
+  // The agent's hello reply (agent_version, python, python_version, pid, uid, cwd).
+  [[nodiscard]] const nlohmann::json& hello() const noexcept { return hello_; }
+  // Closes the channel without removing the container, like a crashed server would (tests).
+  void dropChannelForTesting() noexcept { channel_->close("dropped for testing"); }
+
+ private:
+  // Calls the agent; an ok:false reply becomes SandboxError(its "error"), a closed channel
+  // becomes SandboxError(stop reason).
+  nlohmann::json callAgent(nlohmann::json request, std::chrono::milliseconds deadline,
+                           const AgentChannel::CallOptions& options = {});
+  std::string resolveStopReason();
+
+  std::shared_ptr<EngineClient> engine_;
+  const ContainerRecord record_;
+  std::shared_ptr<AgentChannel> channel_;
+  const nlohmann::json hello_;
+  std::mutex stop_reason_mutex_;
+  std::optional<std::string> stop_reason_;
+};
+
+// DELETE /containers/{id}?force=1, ignoring "already gone" and "removal in progress".
+void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept;
+
+// Reads the container's exit from the engine (briefly) and words it for a user; falls back to
+// `fallback` when the engine has no exit to report.
+[[nodiscard]] std::string explainStop(EngineClient& engine, const ContainerRecord& record,
+                                      const std::string& fallback);
+
+}  // namespace sandbox::docker

@@ -1,0 +1,149 @@
+// One accepted TCP connection of the Streamable HTTP transport (internal to mcp_transport).
+// Thread-safety: all members run on the connection's strand; pool threads reach it only
+// through net::post. Shared state lives in HttpServerContext, which is thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "jsonrpc/endpoint.h"
+#include "transport/http_request_guard.h"
+#include "transport/http_transport.h"
+#include "transport/session_registry.h"
+#include "transport/worker_pool.h"
+
+namespace transport {
+
+class HttpConnection;
+
+struct HttpServerContext {
+  HttpServerContext(std::shared_ptr<jsonrpc::EndpointFactory> endpoint_factory,
+                    HttpTransportOptions transport_options, RequestGuardConfig guard_config)
+      : factory(std::move(endpoint_factory)),
+        options(std::move(transport_options)),
+        guard(std::move(guard_config)),
+        pool(options.worker_threads, "http-workers"),
+        control_pool(2, "http-control") {}
+
+  std::shared_ptr<jsonrpc::EndpointFactory> factory;
+  HttpTransportOptions options;
+  RequestGuardConfig guard;
+  SessionRegistry sessions;
+  WorkerPool pool;          // requests: may block for as long as a tool runs
+  WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
+  std::atomic<std::uint64_t> next_stream_id{1};
+
+  // Live connections, so stop() can close them.
+  std::mutex connections_mutex;
+  std::unordered_map<HttpConnection*, std::weak_ptr<HttpConnection>> connections;
+};
+
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServerContext> context);
+  ~HttpConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  void start();
+  // Finishes queued writes, then closes. Safe from any thread.
+  void shutdown();
+
+ private:
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+  using json = jsonrpc::json;
+
+  // One queued write; the front item stays in place (and its buffers valid) until written.
+  struct WriteItem {
+    enum class Kind { kResponse, kContinue, kSseHead, kChunk, kLastChunk };
+    struct SseHead {
+      boost::beast::http::response<boost::beast::http::empty_body> header;
+      boost::beast::http::response_serializer<boost::beast::http::empty_body> serializer{header};
+    };
+    Kind kind;
+    std::shared_ptr<Response> response;
+    std::shared_ptr<SseHead> sse_head;
+    std::string data;
+    bool ends_request = false;  // after it: read the next request, or close
+    bool close_after = false;   // after it: close instead (Connection: close / unread body)
+  };
+
+  // Reading.
+  void doReadHeader();
+  void onReadHeader(boost::beast::error_code ec, std::size_t bytes);
+  void doReadBody();
+  void onReadBody(boost::beast::error_code ec, std::size_t bytes);
+
+  // Routing (strand), and the jobs it hands to the worker pools (worker threads).
+  void handleRequest();
+  void handlePost();
+  void handleDelete();
+  void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
+                std::optional<SessionRegistry::Lease> lease, const std::string& session_id,
+                bool opens_session);
+  void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
+                  const std::string& session_id);
+  void runInitialize(std::uint64_t serial, const json& message);
+  [[nodiscard]] std::optional<json> handleSafely(jsonrpc::Endpoint& endpoint, const json& message,
+                                                 jsonrpc::RequestContext& ctx) const;
+  void onNotify(std::uint64_t request_serial, const json& message);
+  void onSessionClosed(std::uint64_t request_serial);
+  void onHandled(std::uint64_t request_serial, std::optional<json> result,
+                 const std::string& new_session_id);
+
+  // Writing.
+  void respondError(boost::beast::http::status status, int code, const std::string& message,
+                    const std::vector<std::pair<std::string, std::string>>& headers = {},
+                    bool close_after = false);
+  void respondJson(boost::beast::http::status status, const json& body,
+                   const std::string& session_id = {});
+  void respondEmpty(boost::beast::http::status status);
+  void sendResponse(std::shared_ptr<Response> response, bool close_after);
+  void enqueue(WriteItem item);
+  void doWrite();
+  void onWrite(boost::beast::error_code ec, std::size_t bytes);
+  void afterRequest(bool close_after);
+  void drainAndClose();
+  void doDrain();
+  void closeSocket();
+
+  [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
+
+  boost::beast::tcp_stream stream_;
+  std::shared_ptr<HttpServerContext> context_;
+  std::string remote_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+
+  std::deque<WriteItem> writes_;
+  bool writing_ = false;
+  bool closing_ = false;  // shutdown() requested
+  bool closed_ = false;
+
+  // The request being answered (one at a time: no pipelining).
+  std::uint64_t request_serial_ = 0;
+  bool awaiting_handler_ = false;
+  bool streaming_ = false;  // the answer became an SSE stream
+  bool keep_alive_ = true;
+  unsigned http_version_ = 11;
+  std::uint64_t stream_id_ = 0;
+  std::uint64_t next_event_ = 1;
+  std::size_t drained_bytes_ = 0;
+  std::array<char, 16 * 1024> drain_buffer_{};
+};
+
+}  // namespace transport

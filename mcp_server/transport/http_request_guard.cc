@@ -1,0 +1,143 @@
+#include "transport/http_request_guard.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+#include "transport/bearer_auth.h"
+#include "transport/origin_check.h"
+
+namespace transport {
+namespace http = boost::beast::http;
+namespace {
+
+constexpr int kServerError = -32000;
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// "application/json; charset=utf-8" -> "application/json".
+std::string_view mediaType(std::string_view value) {
+  return trim(value.substr(0, value.find(';')));
+}
+
+// True when the Accept header lists a media range covering JSON or an event stream.
+bool acceptsJsonOrEventStream(std::string_view accept) {
+  while (!accept.empty()) {
+    const std::size_t comma = accept.find(',');
+    const std::string_view range = mediaType(accept.substr(0, comma));
+    for (const std::string_view ok :
+         {"application/json", "text/event-stream", "*/*", "application/*", "text/*"}) {
+      if (iequals(range, ok)) return true;
+    }
+    if (comma == std::string_view::npos) break;
+    accept.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::string_view targetPath(std::string_view target) { return target.substr(0, target.find('?')); }
+
+Rejection reject(http::status status, std::string message) {
+  return Rejection{status, kServerError, std::move(message), {}};
+}
+
+std::optional<Rejection> checkOriginAndHost(const http::request_header<>& request,
+                                            const RequestGuardConfig& config) {
+  const auto host = request.find(http::field::host);
+  if (config.require_loopback_host && host != request.end() &&
+      !isLoopbackHostHeader(std::string_view(host->value()))) {
+    return reject(http::status::forbidden,
+                  "Forbidden: Host header is not a loopback name; this server is bound to "
+                  "loopback, so connect via localhost, 127.0.0.1 or [::1]");
+  }
+  const auto origin = request.find(http::field::origin);
+  if (origin != request.end() &&
+      !isOriginAllowed(std::string_view(origin->value()), config.allowed_origins)) {
+    return reject(http::status::forbidden,
+                  "Forbidden: Origin '" + std::string(origin->value()) +
+                      "' is not allowed; add it to http.allowed_origins to permit it");
+  }
+  return std::nullopt;
+}
+
+std::optional<Rejection> checkAuthorization(const http::request_header<>& request,
+                                            const RequestGuardConfig& config) {
+  if (config.token.empty()) return std::nullopt;
+  const auto auth = request.find(http::field::authorization);
+  if (auth != request.end() && isBearerAuthorized(std::string_view(auth->value()), config.token)) {
+    return std::nullopt;
+  }
+  Rejection rejection = reject(http::status::unauthorized,
+                               "Unauthorized: send 'Authorization: Bearer <token>' with the "
+                               "token this server was started with");
+  rejection.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return rejection;
+}
+
+std::optional<Rejection> checkPostHeaders(const http::request_header<>& request) {
+  const auto content_type = request.find(http::field::content_type);
+  if (content_type == request.end() ||
+      !iequals(mediaType(std::string_view(content_type->value())), "application/json")) {
+    return reject(http::status::unsupported_media_type,
+                  "Unsupported Media Type: POST bodies must be JSON-RPC with "
+                  "'Content-Type: application/json'");
+  }
+  const auto accept = request.find(http::field::accept);
+  if (accept != request.end() && !acceptsJsonOrEventStream(std::string_view(accept->value()))) {
+    return reject(http::status::not_acceptable,
+                  "Not Acceptable: send 'Accept: application/json, text/event-stream'");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<std::string>& supportedProtocolVersions() {
+  static const std::vector<std::string> versions{"2025-11-25", "2025-06-18", "2025-03-26"};
+  return versions;
+}
+
+std::optional<Rejection> checkRequest(const http::request_header<>& request,
+                                      const RequestGuardConfig& config) {
+  if (auto rejection = checkOriginAndHost(request, config)) return rejection;
+  if (auto rejection = checkAuthorization(request, config)) return rejection;
+  if (targetPath(std::string_view(request.target())) != config.path) {
+    return reject(http::status::not_found, "Not Found: the MCP endpoint is " + config.path);
+  }
+  const http::verb method = request.method();
+  if (method != http::verb::post && method != http::verb::delete_) {
+    Rejection rejection = reject(http::status::method_not_allowed,
+                                 "Method Not Allowed: use POST to send messages and DELETE to "
+                                 "end a session; this server offers no standalone SSE stream");
+    rejection.headers.emplace_back("Allow", "POST, DELETE");
+    return rejection;
+  }
+  if (method == http::verb::post) {
+    if (auto rejection = checkPostHeaders(request)) return rejection;
+  }
+  const auto version = request.find("MCP-Protocol-Version");
+  if (version != request.end()) {
+    const auto& supported = supportedProtocolVersions();
+    if (std::find(supported.begin(), supported.end(), std::string_view(version->value())) ==
+        supported.end()) {
+      return reject(http::status::bad_request,
+                    "Bad Request: unsupported MCP-Protocol-Version '" +
+                        std::string(version->value()) +
+                        "'; supported: 2025-11-25, 2025-06-18, 2025-03-26");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace transport

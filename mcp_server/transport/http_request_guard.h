@@ -1,0 +1,38 @@
+// Header checks every Streamable HTTP request passes before its body is read or dispatched:
+// Host (DNS rebinding), Origin, bearer token, path, method, Content-Type, Accept and
+// MCP-Protocol-Version. Pure; thread-safe.
+#pragma once
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/status.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace transport {
+
+struct RequestGuardConfig {
+  std::string path = "/mcp";
+  std::string token;  // empty: no Authorization required
+  std::vector<std::string> allowed_origins;
+  bool require_loopback_host = true;  // set when bound to a loopback address
+};
+
+// Why a request is refused; the connection turns it into an HTTP response with a JSON-RPC
+// error body.
+struct Rejection {
+  boost::beast::http::status status;
+  int code;                                                  // JSON-RPC error code for the body
+  std::string message;                                       // says what to do next
+  std::vector<std::pair<std::string, std::string>> headers;  // e.g. WWW-Authenticate, Allow
+};
+
+// MCP protocol versions accepted in the MCP-Protocol-Version header, newest first.
+[[nodiscard]] const std::vector<std::string>& supportedProtocolVersions();
+
+[[nodiscard]] std::optional<Rejection> checkRequest(
+    const boost::beast::http::request_header<>& request, const RequestGuardConfig& config);
+
+}  // namespace transport

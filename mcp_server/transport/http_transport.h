@@ -1,0 +1,84 @@
+// MCP Streamable HTTP transport (spec 2025-11-25) on one endpoint path, built on Boost.Beast.
+// POST carries JSON-RPC (answered as JSON, or as an SSE stream once the handler notifies),
+// DELETE ends a session, Mcp-Session-Id identifies sessions, idle sessions expire.
+// Thread-safety: start()/stop()/wait() may be called from any one controlling thread; port()
+// and sessionCount() from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "jsonrpc/endpoint.h"
+#include "transport/origin_check.h"
+
+namespace transport {
+
+struct HttpTransportOptions {
+  // Listen address. Anything but loopback requires `token` (start() throws otherwise).
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8080;  // 0 picks an ephemeral port; see HttpTransport::port()
+  std::string path = "/mcp";
+  // Bearer token every request must carry; empty disables the check (loopback only).
+  std::string token;
+  // Origin allowlist; "scheme://host" allows any port, "scheme://host:port" only that one.
+  std::vector<std::string> allowed_origins = defaultAllowedOrigins();
+  std::size_t max_body_bytes = 4 * 1024 * 1024;                    // config: http.max_body_bytes
+  std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // then endpoint->close()
+  std::size_t io_threads = 1;                                      // socket I/O only; never blocks
+  std::size_t worker_threads = 8;                                  // run Endpoint::handle/close
+  // Bound on waiting for a request's header (also the keep-alive idle time), then its body.
+  std::chrono::milliseconds read_timeout{30'000};
+  std::chrono::milliseconds write_timeout{30'000};  // per write
+};
+
+struct HttpServerContext;  // shared with the connections; defined in http_connection.h
+
+class HttpTransport {
+ public:
+  HttpTransport(std::shared_ptr<jsonrpc::EndpointFactory> factory, HttpTransportOptions options);
+  ~HttpTransport();  // stop()
+  HttpTransport(const HttpTransport&) = delete;
+  HttpTransport& operator=(const HttpTransport&) = delete;
+
+  // Binds, listens and starts the I/O threads; returns at once. Throws std::invalid_argument for
+  // a bad address or a non-loopback bind without a token, std::system_error if binding fails.
+  void start();
+
+  // The bound port (the ephemeral one when options.port was 0). Valid after start().
+  [[nodiscard]] std::uint16_t port() const noexcept { return bound_port_; }
+
+  // Stops accepting, closes every session's endpoint, lets queued work and pending writes
+  // finish (bounded by write_timeout), then joins all threads. Idempotent.
+  void stop() noexcept;
+
+  // Blocks until stop() has finished (e.g. main waits here while a signal thread calls stop()).
+  void wait();
+
+  [[nodiscard]] std::size_t sessionCount() const;
+
+ private:
+  struct IoState;  // io_context, acceptor, sweep timer; keeps Asio out of this header
+
+  void startAccepting();
+  void scheduleSweep();
+  void closeEndpointsAsync(std::vector<std::shared_ptr<jsonrpc::Endpoint>> endpoints);
+
+  std::shared_ptr<HttpServerContext> context_;
+  std::unique_ptr<IoState> io_;
+  std::vector<std::thread> io_threads_;
+  std::uint16_t bound_port_ = 0;
+
+  std::mutex state_mutex_;
+  std::condition_variable stopped_cv_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace transport

@@ -1,0 +1,70 @@
+// MCP sessions of the HTTP transport: Mcp-Session-Id -> Endpoint, with idle expiry.
+// Thread-safe: every member may be called from any thread; a Lease may outlive the registry.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jsonrpc/endpoint.h"
+
+namespace transport {
+
+// 128 bits from the kernel CSPRNG (getrandom), as 32 lower-case hex digits.
+// Throws std::system_error if the kernel cannot supply randomness.
+[[nodiscard]] std::string newSessionId();
+
+class SessionRegistry {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+ private:
+  struct Entry {
+    std::shared_ptr<jsonrpc::Endpoint> endpoint;
+    std::mutex mutex;
+    std::size_t active = 0;  // requests currently using the session
+    Clock::time_point last_used;
+  };
+
+ public:
+  // Keeps a session from expiring while a request uses it; refreshes its idle clock on release.
+  class Lease {
+   public:
+    explicit Lease(std::shared_ptr<Entry> entry) noexcept : entry_(std::move(entry)) {}
+    ~Lease();
+    Lease(Lease&& other) noexcept = default;
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    [[nodiscard]] const std::shared_ptr<jsonrpc::Endpoint>& endpoint() const noexcept {
+      return entry_->endpoint;
+    }
+
+   private:
+    std::shared_ptr<Entry> entry_;
+  };
+
+  void add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
+           Clock::time_point now);
+  // nullopt for an unknown or expired id.
+  [[nodiscard]] std::optional<Lease> acquire(const std::string& id, Clock::time_point now);
+  // Forgets the session and returns its endpoint (for the caller to close), or nullptr.
+  [[nodiscard]] std::shared_ptr<jsonrpc::Endpoint> remove(const std::string& id);
+  // Forgets sessions unused for `idle_timeout` and not in use; returns their endpoints.
+  [[nodiscard]] std::vector<std::shared_ptr<jsonrpc::Endpoint>> takeIdle(
+      Clock::time_point now, Clock::duration idle_timeout);
+  // Forgets every session; returns their endpoints.
+  [[nodiscard]] std::vector<std::shared_ptr<jsonrpc::Endpoint>> takeAll();
+  [[nodiscard]] std::size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> sessions_;
+};
+
+}  // namespace transport

@@ -1,0 +1,61 @@
+#include "transport/worker_pool.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "transport/transport_log.h"
+
+namespace transport {
+
+WorkerPool::WorkerPool(std::size_t threads, std::string name) : name_(std::move(name)) {
+  const std::size_t count = std::max<std::size_t>(threads, 1);
+  threads_.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) threads_.emplace_back([this] { workerLoop(); });
+}
+
+WorkerPool::~WorkerPool() { shutdown(); }
+
+bool WorkerPool::submit(Job job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void WorkerPool::shutdown() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+void WorkerPool::workerLoop() noexcept {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // Queued work still runs after shutdown() so that accepted requests get their answers.
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      job();
+    } catch (const std::exception& e) {
+      log().error("{}: job threw: {}", name_, e.what());
+    } catch (...) {
+      log().error("{}: job threw a non-standard exception", name_);
+    }
+  }
+}
+
+}  // namespace transport

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Sets the machine up (like scripts/setup.sh, but builds the asan-ubsan preset), then runs the
+# whole test suite and prints "N passed, N failed". Exits non-zero on any failure.
+#   unit tests:              in parallel (-j2)
+#   integration, e2e, other: one at a time (they share dockerd and its warm containers)
+# Under this command the engine is set up, so nothing may skip: a skipped test counts as failed.
+# Afterwards no container labelled sandbox-mcp.managed=1 may remain (a leak is a bug).
+#   SANDBOX_TEST_TIMEOUT  default per-test timeout in seconds (300)
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+readonly PRESET=asan-ubsan
+readonly MANAGED_LABEL=sandbox-mcp.managed=1
+
+managed_containers() { docker ps -aq --no-trunc --filter "label=${MANAGED_LABEL}" | sort; }
+
+# run_ctest NAME JOBS CTEST_ARGS... ; never fails (results are read from the JUnit file).
+run_ctest() {
+  local name="$1" jobs="$2"
+  shift 2
+  log_step "ctest: ${name} tests (-j${jobs})"
+  (cd "${SANDBOX_REPO_ROOT}" &&
+    ctest --preset "${PRESET}" --output-on-failure --no-tests=ignore -j"${jobs}" \
+      --timeout "${SANDBOX_TEST_TIMEOUT:-300}" --output-junit "${RESULTS_DIR}/${name}.xml" "$@") ||
+    true
+}
+
+# Prints "passed failed skipped" summed over the JUnit files CTest wrote.
+count_results() {
+  python3 - "${RESULTS_DIR}" <<'PY'
+import pathlib, sys, xml.etree.ElementTree as ET
+passed = failed = skipped = 0
+for report in sorted(pathlib.Path(sys.argv[1]).glob("*.xml")):
+    for case in ET.parse(report).getroot().iter("testcase"):
+        status = case.get("status", "")
+        if case.find("failure") is not None or case.find("error") is not None or status == "fail":
+            failed += 1
+        elif case.find("skipped") is not None or status in ("notrun", "disabled"):
+            skipped += 1
+        else:
+            passed += 1
+print(passed, failed, skipped)
+PY
+}
+
+# Fails when the run left sandbox containers behind (ignores those that existed before).
+check_container_leaks() {
+  local before_file="$1" leaked=() id
+  log_step "check for leaked containers (label ${MANAGED_LABEL})"
+  local deadline=$((SECONDS + 10)) # removal after a session ends may still be in flight
+  while :; do
+    mapfile -t leaked < <(managed_containers | comm -13 "${before_file}" -)
+    ((${#leaked[@]} == 0 || SECONDS >= deadline)) && break
+    sleep 1
+  done
+  if ((${#leaked[@]} == 0)); then
+    log_info "none"
+    return 0
+  fi
+  printf 'error: the tests leaked %d sandbox container(s) (a bug: sessions must remove them):\n' \
+    "${#leaked[@]}" >&2
+  local short_ids=()
+  for id in "${leaked[@]}"; do
+    printf '    %s\n' "$(docker ps -a --filter "id=${id}" --format '{{.ID}}  {{.Image}}  {{.Status}}  {{.Names}}')" >&2
+    short_ids+=("${id:0:12}")
+  done
+  printf '    remove them with: docker rm -f %s\n' "${short_ids[*]}" >&2
+  return 1
+}
+
+main() {
+  run_setup_steps "${PRESET}"
+
+  RESULTS_DIR="$(mktemp -d /tmp/sandbox-mcp-tests.XXXXXX)"
+  trap 'rm -rf "${RESULTS_DIR}"' EXIT
+  local before="${RESULTS_DIR}/containers-before.txt"
+  managed_containers >"${before}"
+  [[ -s "${before}" ]] &&
+    log_warn "$(wc -l <"${before}") ${MANAGED_LABEL} container(s) existed before the tests; they are ignored"
+
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+  run_ctest unit 2 -L '^unit$'
+  run_ctest integration 1 -L '^integration$'
+  run_ctest e2e 1 -L '^e2e$'
+  run_ctest unlabelled 1 -LE '^(unit|integration|e2e)$'
+
+  local leak_status=0
+  check_container_leaks "${before}" || leak_status=1
+
+  local passed failed skipped
+  read -r passed failed skipped < <(count_results)
+  log_step "results"
+  ((skipped == 0)) ||
+    log_warn "${skipped} test(s) skipped; under this command nothing may skip, so they count as failed"
+  printf '%d passed, %d failed\n' "${passed}" "$((failed + skipped))"
+
+  if ((passed + failed + skipped == 0)); then
+    die "no tests ran: check that tests/ registers them (gtest_discover_tests with LABELS)"
+  fi
+  ((failed + skipped == 0 && leak_status == 0))
+}
+
+main "$@"

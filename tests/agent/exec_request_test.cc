@@ -1,0 +1,76 @@
+#include "agent/exec_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using agent::ExecKind;
+using agent::parseExecRequest;
+using agent::RequestError;
+using nlohmann::json;
+
+std::string errorOf(const json& request) {
+  try {
+    (void)parseExecRequest(1, request);
+  } catch (const RequestError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Unit, ExecRequestParsesAllFields) {
+  const auto r = parseExecRequest(7, json{{"kind", "shell"},
+                                          {"code", "ls"},
+                                          {"timeout_ms", 2500},
+                                          {"max_output_bytes", 10},
+                                          {"stream", true}});
+  EXPECT_EQ(r.id, 7);
+  EXPECT_EQ(r.kind, ExecKind::kShell);
+  EXPECT_EQ(r.code, "ls");
+  EXPECT_EQ(r.timeout.count(), 2500);
+  EXPECT_EQ(r.max_output_bytes, 10U);
+  EXPECT_TRUE(r.stream);
+}
+
+TEST(Unit, ExecRequestAppliesDefaultsAndClamps) {
+  const auto r =
+      parseExecRequest(1, json{{"kind", "python"}, {"code", "1"}, {"max_output_bytes", 1LL << 40}});
+  EXPECT_EQ(r.timeout, agent::kDefaultTimeout);
+  EXPECT_EQ(r.max_output_bytes, agent::kMaxOutputBytesLimit);
+  EXPECT_FALSE(r.stream);
+}
+
+TEST(Unit, ExecRequestErrorsNameTheField) {
+  EXPECT_NE(errorOf(json{{"kind", "ruby"}, {"code", "1"}}).find("\"kind\""), std::string::npos);
+  EXPECT_NE(errorOf(json{{"kind", "python"}}).find("\"code\""), std::string::npos);
+  EXPECT_NE(errorOf(json{{"kind", "python"}, {"code", "1"}, {"timeout_ms", 0}}).find("timeout_ms"),
+            std::string::npos);
+  EXPECT_NE(errorOf(json{{"kind", "python"}, {"code", "1"}, {"timeout_ms", "5"}}).find("integer"),
+            std::string::npos);
+  EXPECT_NE(errorOf(json{{"kind", "python"}, {"code", "1"}, {"stream", 1}}).find("stream"),
+            std::string::npos);
+}
+
+TEST(Unit, ExecReplyHasEveryProtocolField) {
+  agent::ExecResult result;
+  result.status = "success";
+  result.result = "2";
+  const json reply = agent::toReply(3, result);
+  for (const char* field :
+       {"id", "ok", "status", "stdout", "stderr", "exit_code", "result", "truncated",
+        "stdout_bytes", "stderr_bytes", "duration_ms", "state_lost"}) {
+    EXPECT_TRUE(reply.contains(field)) << field;
+  }
+  EXPECT_EQ(reply["result"], "2");
+  EXPECT_TRUE(agent::toReply(3, agent::ExecResult{})["result"].is_null());
+}
+
+TEST(Unit, SecondsAreFormattedForPeople) {
+  EXPECT_EQ(agent::formatSeconds(std::chrono::milliseconds(2000)), "2.0 s");
+  EXPECT_EQ(agent::formatSeconds(std::chrono::milliseconds(250)), "0.25 s");
+  EXPECT_EQ(agent::formatSeconds(std::chrono::milliseconds(1234)), "1.234 s");
+}
+
+}  // namespace

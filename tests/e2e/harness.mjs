@@ -1,0 +1,103 @@
+// Shared helpers for the end-to-end tests: start sandbox-mcp, connect the official MCP client,
+// and look at the Docker engine directly (to prove containers really go away).
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export const SERVER_BIN = process.env.SANDBOX_MCP_BIN;
+if (!SERVER_BIN) throw new Error('set SANDBOX_MCP_BIN to the sandbox-mcp binary (ctest does this)');
+
+export function newClient() {
+  return new Client({ name: 'sandbox-mcp-e2e', version: '1.0.0' });
+}
+
+export async function connectStdio(extraArgs = []) {
+  const transport = new StdioClientTransport({
+    command: SERVER_BIN,
+    args: ['--stdio', ...extraArgs],
+    stderr: 'pipe',
+  });
+  const stderr = [];
+  transport.stderr?.on('data', (chunk) => stderr.push(chunk.toString()));
+  const client = newClient();
+  await client.connect(transport);
+  return { client, transport, stderr };
+}
+
+// Starts `sandbox-mcp --http 127.0.0.1:0` and resolves once it logs its bound port.
+export function startHttpServer(extraArgs = [], env = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(SERVER_BIN, ['--http', '127.0.0.1:0', ...extraArgs], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
+    let log = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), 30000);
+    child.stderr.on('data', (chunk) => {
+      log += chunk.toString();
+      const match = log.match(/Streamable HTTP at (http:\/\/[^\s]+)/);
+      if (match && !child.url) {
+        clearTimeout(timer);
+        child.url = match[1];
+        resolve(child);
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (!child.url) reject(new Error(`server exited with ${code}:\n${log}`));
+    });
+    child.logText = () => log;
+  });
+}
+
+export async function stopServer(child) {
+  if (child.exitCode !== null) return child.exitCode;
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+export async function connectHttp(url, headers = {}) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const client = newClient();
+  await client.connect(transport);
+  return { client, transport };
+}
+
+// GET on the Docker Engine API over its Unix socket.
+export function dockerGet(path) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { socketPath: '/var/run/docker.sock', path: `/v1.41${path}`, method: 'GET' },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode, body: body ? JSON.parse(body) : null }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function containersOfSession(sessionId) {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`sandbox-mcp.session=${sessionId}`] }));
+  const { body } = await dockerGet(`/containers/json?all=1&filters=${filters}`);
+  return body;
+}
+
+export async function waitFor(predicate, timeoutMs = 10000, what = 'condition') {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export const EXPECTED_TOOLS = [
+  'run_code', 'run_shell', 'upload_file', 'download_file', 'list_files',
+  'get_session_stats', 'cleanup_session', 'list_sessions',
+];

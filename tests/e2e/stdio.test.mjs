@@ -1,0 +1,59 @@
+// End to end over stdio with the official MCP TypeScript client.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { connectStdio } from './harness.mjs';
+import { assertToolList, badInputFlow, call, seedFlow } from './flow.mjs';
+
+let conn;
+before(async () => {
+  conn = await connectStdio();
+});
+after(async () => {
+  await conn?.client.close();
+});
+
+test('initialize negotiates the latest protocol and names the server', () => {
+  const info = conn.client.getServerVersion();
+  assert.equal(info.name, 'sandbox-mcp');
+  assert.ok(conn.client.getServerCapabilities().tools);
+});
+
+test('tools/list publishes every tool with input and output schemas', async () => {
+  await assertToolList(conn.client);
+});
+
+test('seed flow: state, shared files, upload, stats, cleanup', async () => {
+  await seedFlow(conn.client);
+});
+
+test('bad input gets clear errors and the server keeps serving', async () => {
+  await badInputFlow(conn.client);
+});
+
+test('cancelling a request stops the execution and the session stays usable', async () => {
+  const first = await call(conn.client, 'run_code', { code: 'n = 1' });
+  const sid = first.structuredContent.session_id;
+  const controller = new AbortController();
+  const started = Date.now();
+  const pending = conn.client.callTool(
+    { name: 'run_code', arguments: { code: 'import time\ntime.sleep(60)', session_id: sid } },
+    undefined, { signal: controller.signal },
+  );
+  setTimeout(() => controller.abort('test cancels'), 1500);
+  await assert.rejects(pending);
+  // The next call in the same session runs promptly and the state survived.
+  const next = await call(conn.client, 'run_code', { code: 'n + 1', session_id: sid });
+  assert.equal(next.structuredContent.result, '2');
+  assert.ok(Date.now() - started < 20000, 'cancelled execution kept the session busy');
+  await call(conn.client, 'cleanup_session', { session_id: sid });
+});
+
+test('closing stdin ends the server and removes its sandboxes', async () => {
+  const own = await connectStdio();
+  const res = await call(own.client, 'run_code', { code: '1' });
+  const sid = res.structuredContent.session_id;
+  const { containersOfSession, waitFor } = await import('./harness.mjs');
+  assert.equal((await containersOfSession(sid)).length, 1);
+  await own.client.close();
+  await waitFor(async () => (await containersOfSession(sid)).length === 0, 15000, 'sandbox removal');
+});

@@ -1,0 +1,475 @@
+// The Docker backend against the real dockerd (runsc and runc) with the real sandbox-agent.
+// Every container carries this process's pid label; a global sweep at the end fails the run if
+// any is left behind (and removes it), so a failing test never leaks containers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "sandbox/docker/docker_backend.h"
+#include "sandbox/docker/docker_sandbox.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace sandbox;
+using namespace sandbox::docker;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kImage = "sandbox-mcp/python:latest";
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string uniqueSuffix() {
+  std::random_device device;
+  return std::to_string(::getpid()) + "-" + std::to_string(device() % 1000000);
+}
+
+DockerBackendOptions options(const std::string& instance = "it-" + uniqueSuffix()) {
+  DockerBackendOptions out;
+  out.agent_path = SANDBOX_AGENT_PATH;
+  out.instance_id = instance;
+  return out;
+}
+
+SandboxSpec spec(const std::string& runtime = "runsc") {
+  SandboxSpec out;
+  out.image = kImage;
+  out.runtime = runtime;
+  out.limits.memory_mib = 512;
+  out.limits.pids = 256;
+  return out;
+}
+
+// GET /containers/{id}/json, or nullopt when the container no longer exists.
+std::optional<json> inspect(EngineClient& engine, const std::string& id) {
+  try {
+    return engine.request(Method::kGet, "/containers/" + id + "/json").json();
+  } catch (const EngineError& e) {
+    if (e.isNotFound()) return std::nullopt;
+    throw;
+  }
+}
+
+bool goneWithin(EngineClient& engine, const std::string& id, std::chrono::milliseconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (!inspect(engine, id)) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+std::vector<std::string> containersOfThisProcess(EngineClient& engine) {
+  const json filters = {{"label", {std::string(kLabelPid) + "=" + std::to_string(::getpid())}}};
+  std::vector<std::string> ids;
+  for (const auto& item :
+       engine.request(Method::kGet, "/containers/json?all=1&filters=" + urlEncode(filters.dump()))
+           .json()) {
+    ids.push_back(item.at("Id").get<std::string>());
+  }
+  return ids;
+}
+
+ExecResult run(Sandbox& sandbox, ExecKind kind, const std::string& code,
+               std::chrono::milliseconds timeout = 20s) {
+  CancelToken cancel;
+  ExecRequest request;
+  request.kind = kind;
+  request.code = code;
+  request.timeout = timeout;
+  return sandbox.exec(request, cancel, nullptr);
+}
+
+ExecResult python(Sandbox& sandbox, const std::string& code) {
+  return run(sandbox, ExecKind::kPython, code);
+}
+
+// Fails the run if any container of this process outlived its test, and removes it.
+class LeakSweep : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    EngineClient engine;
+    const auto left = containersOfThisProcess(engine);
+    for (const auto& id : left) forceRemoveContainer(engine, id);
+    EXPECT_TRUE(left.empty()) << left.size() << " container(s) leaked by the tests";
+  }
+};
+const auto* const kLeakSweep = ::testing::AddGlobalTestEnvironment(new LeakSweep);
+
+TEST(DockerBackend, CreatesALockedDownRunscSandbox) {
+  DockerBackend backend(options());
+  const auto start = Clock::now();
+  auto sandbox = backend.create(spec("runsc"));
+  const double create_ms = msSince(start);
+  auto& docker_sandbox = dynamic_cast<DockerSandbox&>(*sandbox);
+  std::printf("[ metric ] create+attach+start+hello (runsc): %.1f ms\n", create_ms);
+
+  EXPECT_TRUE(sandbox->alive());
+  EXPECT_EQ(sandbox->status(), "running");
+  EXPECT_EQ(sandbox->runtime(), "runsc");
+  EXPECT_EQ(docker_sandbox.hello().value("python", false), true) << docker_sandbox.hello();
+  EXPECT_EQ(docker_sandbox.hello().value("cwd", std::string()), "/workspace");
+
+  const auto info = inspect(backend.engine(), sandbox->id());
+  ASSERT_TRUE(info);
+  const json& host = (*info)["HostConfig"];
+  EXPECT_EQ(host["Runtime"], "runsc");
+  EXPECT_EQ(host["NetworkMode"], "none");
+  EXPECT_EQ(host["ReadonlyRootfs"], true);
+  EXPECT_EQ(host["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(host["Memory"], 512LL * 1024 * 1024);
+  EXPECT_EQ(host["MemorySwap"], 512LL * 1024 * 1024);
+  EXPECT_EQ(host["PidsLimit"], 256);
+  EXPECT_EQ(host["AutoRemove"], true);
+  EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges"}));
+  EXPECT_EQ((*info)["Config"]["Labels"][kLabelInstance], backend.instanceId());
+  EXPECT_EQ((*info)["Config"]["Cmd"], json({"/.sandbox/agent"}));
+  EXPECT_EQ((*info)["Name"], "/" + docker_sandbox.name());
+
+  // The root filesystem is read-only, the working directory and /tmp are writable.
+  const auto root = run(*sandbox, ExecKind::kShell, "touch /x 2>&1; echo rc=$?");
+  EXPECT_NE(root.stdout_text.find("Read-only file system"), std::string::npos) << root.stdout_text;
+  EXPECT_EQ(run(*sandbox, ExecKind::kShell, "touch /workspace/w /tmp/t && echo ok").stdout_text,
+            "ok\n");
+
+  // Round trip of a trivial execution over the channel.
+  std::vector<double> samples;
+  for (int i = 0; i < 30; ++i) {
+    const auto t = Clock::now();
+    const auto result = python(*sandbox, "1+1");
+    samples.push_back(msSince(t));
+    ASSERT_EQ(result.result, "2");
+  }
+  std::sort(samples.begin(), samples.end());
+  std::printf("[ metric ] exec python 1+1 round trip (runsc): p50 %.2f ms, p90 %.2f ms\n",
+              samples[samples.size() / 2], samples[samples.size() * 9 / 10]);
+
+  // The channel alone (a file op answered by the agent itself, no Python involved).
+  samples.clear();
+  for (int i = 0; i < 30; ++i) {
+    const auto t = Clock::now();
+    (void)sandbox->listFiles("/tmp");  // an empty tmpfs
+    samples.push_back(msSince(t));
+  }
+  std::sort(samples.begin(), samples.end());
+  std::printf("[ metric ] list_files /tmp round trip (runsc): p50 %.2f ms\n",
+              samples[samples.size() / 2]);
+}
+
+TEST(DockerBackend, RunsUnderRuncToo) {
+  DockerBackend backend(options());
+  const auto start = Clock::now();
+  auto sandbox = backend.create(spec("runc"));
+  std::printf("[ metric ] create+attach+start+hello (runc): %.1f ms\n", msSince(start));
+  EXPECT_EQ(inspect(backend.engine(), sandbox->id()).value()["HostConfig"]["Runtime"], "runc");
+  std::vector<double> samples;
+  for (int i = 0; i < 30; ++i) {
+    const auto t = Clock::now();
+    ASSERT_EQ(python(*sandbox, "1+1").result, "2");
+    samples.push_back(msSince(t));
+  }
+  std::sort(samples.begin(), samples.end());
+  std::printf("[ metric ] exec python 1+1 round trip (runc): p50 %.2f ms\n",
+              samples[samples.size() / 2]);
+}
+
+TEST(DockerBackend, KeepsPythonStateAndSharesTmpWithTheShell) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+  EXPECT_EQ(python(*sandbox, "x = 42").status, "success");
+  const auto doubled = python(*sandbox, "print(x*2)");
+  EXPECT_EQ(doubled.status, "success");
+  EXPECT_EQ(doubled.stdout_text, "84\n");
+  EXPECT_EQ(python(*sandbox, "x").result, "42");
+
+  EXPECT_EQ(run(*sandbox, ExecKind::kShell, "echo from-shell > /tmp/shared.txt").status, "success");
+  EXPECT_EQ(python(*sandbox, "open('/tmp/shared.txt').read()").result, "'from-shell\\n'");
+
+  const auto failed = run(*sandbox, ExecKind::kShell, "echo oops >&2; exit 3");
+  EXPECT_EQ(failed.status, "error");
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(failed.stderr_text, "oops\n");
+  const auto raised = python(*sandbox, "1/0");
+  EXPECT_EQ(raised.status, "error");
+  EXPECT_NE(raised.stderr_text.find("ZeroDivisionError"), std::string::npos);
+}
+
+TEST(DockerBackend, WritesReadsAndListsFiles) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+  std::string bytes;
+  for (int i = 0; i < 3000; ++i) bytes.push_back(static_cast<char>(i % 256));
+  EXPECT_EQ(sandbox->writeFile("data/blob.bin", bytes, 0600), bytes.size());
+  EXPECT_EQ(sandbox->readFile("data/blob.bin", 1 << 20), bytes);
+  EXPECT_EQ(sandbox->readFile("/workspace/data/blob.bin", 1 << 20), bytes);
+  EXPECT_EQ(python(*sandbox, "len(open('data/blob.bin','rb').read())").result, "3000");
+
+  const auto entries = sandbox->listFiles("data");
+  ASSERT_EQ(entries.size(), 1U);
+  EXPECT_EQ(entries[0].name, "blob.bin");
+  EXPECT_EQ(entries[0].type, "file");
+  EXPECT_EQ(entries[0].size, 3000U);
+  EXPECT_GT(entries[0].mtime, 0);
+
+  try {
+    (void)sandbox->readFile("missing.txt", 100);
+    FAIL() << "expected SandboxError";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.txt"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(sandbox->alive()) << "a failed file operation must not end the session";
+}
+
+TEST(DockerBackend, HasNoNetwork) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+  // Neither loopback services of the host nor any other address are reachable: the sandbox has
+  // no interface to send on.
+  const auto result = python(*sandbox, R"py(
+import socket
+outcomes = []
+for host in ("127.0.0.1", "10.255.255.1"):
+    try:
+        socket.create_connection((host, 80), timeout=2).close()
+        outcomes.append(host + ":connected")
+    except OSError as e:
+        outcomes.append(host + ":" + type(e).__name__ + "(" + str(e.strerror) + ")")
+print(";".join(outcomes))
+print(sorted(name for _, name in socket.if_nameindex()), end=";")
+)py");
+  ASSERT_EQ(result.status, "success") << result.stderr_text;
+  std::printf("[ info   ] network probe: %s", result.stdout_text.c_str());
+  EXPECT_EQ(result.stdout_text.find("connected"), std::string::npos) << result.stdout_text;
+  EXPECT_NE(result.stdout_text.find("127.0.0.1:"), std::string::npos);
+  EXPECT_NE(result.stdout_text.find("10.255.255.1:"), std::string::npos);
+  EXPECT_EQ(result.stdout_text.find("eth"), std::string::npos) << result.stdout_text;
+}
+
+TEST(DockerBackend, ReportsAMemoryHogThatIsKilled) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+  const std::string id = sandbox->id();
+  // Under runsc the whole container is OOM-killed (not a Python MemoryError); either outcome
+  // must be reported in words the user can act on.
+  try {
+    const auto result = python(*sandbox, "b = bytearray(2*1024**3)");
+    std::printf("[ info   ] memory hog: exec returned status=%s\n", result.status.c_str());
+    EXPECT_EQ(result.status, "error");
+    EXPECT_NE(result.stderr_text.find("MemoryError"), std::string::npos) << result.stderr_text;
+  } catch (const SandboxError& e) {
+    std::printf("[ info   ] memory hog: %s\n", e.what());
+    EXPECT_NE(std::string(e.what()).find("exceeded its memory limit of 512 MiB"), std::string::npos)
+        << e.what();
+    EXPECT_FALSE(sandbox->alive());
+    EXPECT_EQ(sandbox->stopReason().value_or(""), e.what());
+    EXPECT_TRUE(goneWithin(backend.engine(), id, 10s)) << "AutoRemove should remove it";
+    EXPECT_EQ(sandbox->status(), "gone");
+    EXPECT_THROW((void)python(*sandbox, "1"), SandboxError);
+  }
+}
+
+TEST(DockerBackend, DestroyingASandboxRemovesItsContainer) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+  const std::string id = sandbox->id();
+  ASSERT_TRUE(inspect(backend.engine(), id));
+  const auto start = Clock::now();
+  sandbox.reset();
+  std::printf("[ metric ] destroy (runsc): %.1f ms\n", msSince(start));
+  EXPECT_FALSE(inspect(backend.engine(), id));
+}
+
+TEST(DockerBackend, AContainerWhoseServerVanishedRemovesItself) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+  const std::string id = sandbox->id();
+  // As if the server crashed: the attach connection closes and nobody calls DELETE.
+  dynamic_cast<DockerSandbox&>(*sandbox).dropChannelForTesting();
+  EXPECT_FALSE(sandbox->alive());
+  const auto start = Clock::now();
+  EXPECT_TRUE(goneWithin(backend.engine(), id, 15s));
+  std::printf("[ metric ] agent exit + auto-removal after the channel closed: %.1f ms\n",
+              msSince(start));
+}
+
+TEST(DockerBackend, RemoveOrphansLeavesLiveServersAlone) {
+  DockerBackend live_server(options("it-live-" + uniqueSuffix()));
+  auto sandbox = live_server.create(spec());
+
+  // A never-started container whose owner "exited": same pid as ours but another start time,
+  // which is exactly what pid reuse after a crash looks like.
+  const auto self = ProcessIdentity::current();
+  auto labels = ownershipLabels("it-dead-" + uniqueSuffix(), self);
+  labels[kLabelPidStart] = std::to_string(self.start_ticks + 1);
+  const json body = {{"Image", kImage},
+                     {"Cmd", {"true"}},
+                     {"Labels", labels},
+                     {"HostConfig", {{"NetworkMode", "none"}}}};
+  const std::string orphan =
+      live_server.engine().request(Method::kPost, "/containers/create", body).json().at("Id");
+  struct Guard {
+    EngineClient& engine;
+    std::string id;
+    ~Guard() { forceRemoveContainer(engine, id); }
+  } guard{live_server.engine(), orphan};
+
+  DockerBackend restarted_server(options("it-new-" + uniqueSuffix()));
+  EXPECT_GE(restarted_server.removeOrphans(), 1);
+  EXPECT_FALSE(inspect(live_server.engine(), orphan)) << "the orphan should be removed";
+  EXPECT_TRUE(inspect(live_server.engine(), sandbox->id()))
+      << "a live server's sandbox was removed";
+  EXPECT_EQ(python(*sandbox, "6*7").result, "42");
+}
+
+TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
+  DockerBackend backend(options());
+  const std::string dockerfile =
+      "FROM sandbox-mcp/python:latest\n# nonce " + uniqueSuffix() + "\nRUN echo hi > /x\n";
+  auto start = Clock::now();
+  const std::string tag = backend.buildImage(dockerfile);
+  std::printf("[ metric ] buildImage (offline, one RUN): %.1f ms\n", msSince(start));
+  struct ImageGuard {
+    EngineClient& engine;
+    std::string tag;
+    ~ImageGuard() {
+      try {
+        engine.request(Method::kDelete, "/images/" + tag + "?force=1");
+      } catch (const std::exception&) {
+      }
+    }
+  } image_guard{backend.engine(), tag};
+  EXPECT_EQ(tag, "sandbox-mcp-build:" + shortContentHash(dockerfile));
+  EXPECT_TRUE(backend.imageExists(tag));
+
+  start = Clock::now();
+  EXPECT_EQ(backend.buildImage(dockerfile), tag);
+  const double cached_ms = msSince(start);
+  std::printf("[ metric ] buildImage cache hit: %.1f ms\n", cached_ms);
+  EXPECT_LT(cached_ms, 1000.0);
+
+  {
+    SandboxSpec custom = spec();
+    custom.image = tag;
+    auto sandbox = backend.create(custom);
+    EXPECT_EQ(sandbox->readFile("/x", 100), "hi\n");
+  }
+
+  try {
+    (void)backend.buildImage("FROM sandbox-mcp/python:latest\nRUN exit 7\n");
+    FAIL() << "expected SandboxError";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("building the image failed"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DockerBackend, StreamsCancelsAndTimesOut) {
+  DockerBackend backend(options());
+  auto sandbox = backend.create(spec());
+
+  std::mutex mutex;
+  std::string streamed;
+  ExecRequest streaming;
+  streaming.kind = ExecKind::kShell;
+  streaming.code = "for i in 1 2 3; do echo line$i; sleep 0.1; done";
+  streaming.stream = true;
+  CancelToken never;
+  const auto result =
+      sandbox->exec(streaming, never, [&](std::string_view stream, std::string_view data) {
+        std::lock_guard lock(mutex);
+        if (stream == "stdout") streamed.append(data);
+      });
+  EXPECT_EQ(result.status, "success");
+  EXPECT_EQ(streamed, "line1\nline2\nline3\n");
+
+  CancelToken cancel;
+  ExecRequest sleeper;
+  sleeper.code = "import time\ntime.sleep(30)";
+  sleeper.timeout = 60s;
+  auto pending =
+      std::async(std::launch::async, [&] { return sandbox->exec(sleeper, cancel, nullptr); });
+  std::this_thread::sleep_for(500ms);
+  const auto cancelled_at = Clock::now();
+  cancel.cancel();
+  const auto cancelled = pending.get();
+  EXPECT_EQ(cancelled.status, "cancelled");
+  EXPECT_LT(msSince(cancelled_at), 5000.0);
+
+  const auto timed_out = run(*sandbox, ExecKind::kShell, "sleep 30", 500ms);
+  EXPECT_EQ(timed_out.status, "timeout");
+  EXPECT_TRUE(sandbox->alive());
+  EXPECT_EQ(python(*sandbox, "'still here'").result, "'still here'");
+}
+
+TEST(DockerBackend, FailedCreationsLeaveNothingBehind) {
+  {
+    DockerBackend backend(options());
+    SandboxSpec missing = spec();
+    missing.image = "sandbox-mcp/does-not-exist:latest";
+    try {
+      (void)backend.create(missing);
+      FAIL() << "expected SandboxError";
+    } catch (const SandboxError& e) {
+      EXPECT_NE(std::string(e.what()).find("docker/build-images.sh"), std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    // Not an agent: it exits at once, so hello fails and the container must be removed.
+    DockerBackendOptions not_an_agent = options();
+    not_an_agent.agent_path = "/bin/true";
+    not_an_agent.hello_timeout = 10s;
+    DockerBackend backend(not_an_agent);
+    try {
+      (void)backend.create(spec());
+      FAIL() << "expected SandboxError";
+    } catch (const SandboxError& e) {
+      std::printf("[ info   ] bad agent: %s\n", e.what());
+      EXPECT_NE(std::string(e.what()).find(
+                    "the sandbox agent did not start: the container exited with code 0"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // A container that exited on its own may still be "removal in progress" for a moment.
+  EngineClient engine;
+  const auto deadline = Clock::now() + 10s;
+  while (!containersOfThisProcess(engine).empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(containersOfThisProcess(engine).empty());
+}
+
+TEST(DockerBackend, ChecksItsOwnHealth) {
+  DockerBackend backend(options());
+  const auto checks = backend.healthChecks();
+  ASSERT_EQ(checks.size(), 5U);
+  for (const auto& check : checks) {
+    EXPECT_TRUE(check.ok) << check.name << ": " << check.detail;
+  }
+  EXPECT_NE(checks[0].detail.find("API 1.41"), std::string::npos) << checks[0].detail;
+  const auto runtimes = backend.runtimes();
+  EXPECT_NE(std::find(runtimes.begin(), runtimes.end(), "runsc"), runtimes.end());
+  EXPECT_NE(std::find(runtimes.begin(), runtimes.end(), "runc"), runtimes.end());
+
+  DockerBackendOptions broken = options();
+  broken.socket_path = "/nonexistent/docker.sock";
+  broken.default_image = "nope:latest";
+  DockerBackend unreachable(broken);
+  const auto failing = unreachable.healthChecks();
+  ASSERT_EQ(failing.size(), 1U);
+  EXPECT_FALSE(failing[0].ok);
+  EXPECT_NE(failing[0].detail.find("scripts/setup.sh"), std::string::npos) << failing[0].detail;
+}
+
+}  // namespace

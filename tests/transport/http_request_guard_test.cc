@@ -1,0 +1,111 @@
+#include "transport/http_request_guard.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/beast/http/message.hpp>
+
+#include "transport/origin_check.h"
+
+namespace {
+
+namespace http = boost::beast::http;
+using transport::RequestGuardConfig;
+
+http::request_header<> post(const char* target = "/mcp") {
+  http::request_header<> request;
+  request.method(http::verb::post);
+  request.target(target);
+  request.set(http::field::host, "127.0.0.1:8080");
+  request.set(http::field::content_type, "application/json");
+  request.set(http::field::accept, "application/json, text/event-stream");
+  return request;
+}
+
+RequestGuardConfig config(std::string token = {}) {
+  RequestGuardConfig result;
+  result.path = "/mcp";
+  result.token = std::move(token);
+  result.allowed_origins = transport::defaultAllowedOrigins();
+  result.require_loopback_host = true;
+  return result;
+}
+
+http::status statusOf(const http::request_header<>& request, const RequestGuardConfig& cfg) {
+  const auto rejection = transport::checkRequest(request, cfg);
+  return rejection ? rejection->status : http::status::ok;
+}
+
+TEST(Unit, GuardAcceptsWellFormedPost) {
+  EXPECT_EQ(statusOf(post(), config()), http::status::ok);
+  auto with_query = post("/mcp?x=1");
+  EXPECT_EQ(statusOf(with_query, config()), http::status::ok);
+  auto charset = post();
+  charset.set(http::field::content_type, "Application/JSON; charset=utf-8");
+  EXPECT_EQ(statusOf(charset, config()), http::status::ok);
+  auto no_accept = post();
+  no_accept.erase(http::field::accept);
+  EXPECT_EQ(statusOf(no_accept, config()), http::status::ok);  // lenient
+}
+
+TEST(Unit, GuardRejectsWithTheRightStatus) {
+  auto wrong_path = post("/other");
+  EXPECT_EQ(statusOf(wrong_path, config()), http::status::not_found);
+
+  auto form = post();
+  form.set(http::field::content_type, "application/x-www-form-urlencoded");
+  EXPECT_EQ(statusOf(form, config()), http::status::unsupported_media_type);
+
+  auto html = post();
+  html.set(http::field::accept, "text/html");
+  EXPECT_EQ(statusOf(html, config()), http::status::not_acceptable);
+
+  auto old_version = post();
+  old_version.set("MCP-Protocol-Version", "2024-11-05");
+  EXPECT_EQ(statusOf(old_version, config()), http::status::bad_request);
+  old_version.set("MCP-Protocol-Version", "2025-06-18");
+  EXPECT_EQ(statusOf(old_version, config()), http::status::ok);
+
+  auto evil_origin = post();
+  evil_origin.set(http::field::origin, "http://evil.example");
+  EXPECT_EQ(statusOf(evil_origin, config()), http::status::forbidden);
+
+  auto rebinding = post();
+  rebinding.set(http::field::host, "evil.example:8080");
+  EXPECT_EQ(statusOf(rebinding, config()), http::status::forbidden);
+  auto public_bind = config("tok");
+  public_bind.require_loopback_host = false;
+  rebinding.set(http::field::authorization, "Bearer tok");
+  EXPECT_EQ(statusOf(rebinding, public_bind), http::status::ok);
+}
+
+TEST(Unit, GuardMethodNotAllowedCarriesAllow) {
+  auto get = post();
+  get.method(http::verb::get);
+  const auto rejection = transport::checkRequest(get, config());
+  ASSERT_TRUE(rejection.has_value());
+  EXPECT_EQ(rejection->status, http::status::method_not_allowed);
+  ASSERT_EQ(rejection->headers.size(), 1u);
+  EXPECT_EQ(rejection->headers[0].first, "Allow");
+  EXPECT_EQ(rejection->headers[0].second, "POST, DELETE");
+
+  auto del = post();
+  del.method(http::verb::delete_);
+  del.erase(http::field::content_type);
+  EXPECT_EQ(statusOf(del, config()), http::status::ok);
+}
+
+TEST(Unit, GuardRequiresBearerTokenWhenConfigured) {
+  const auto cfg = config("s3cr3t");
+  auto request = post();
+  const auto missing = transport::checkRequest(request, cfg);
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->status, http::status::unauthorized);
+  ASSERT_FALSE(missing->headers.empty());
+  EXPECT_EQ(missing->headers[0].first, "WWW-Authenticate");
+  request.set(http::field::authorization, "Bearer wrong");
+  EXPECT_EQ(statusOf(request, cfg), http::status::unauthorized);
+  request.set(http::field::authorization, "Bearer s3cr3t");
+  EXPECT_EQ(statusOf(request, cfg), http::status::ok);
+}
+
+}  // namespace
