@@ -11,9 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "agent/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace agent {
+
+using common::UniqueFd;
 
 struct Pipe {
   UniqueFd read_end;

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "agent/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace agent::files {
 namespace {
@@ -106,7 +106,7 @@ std::uint64_t writeFile(const std::filesystem::path& path, std::string_view data
   const std::filesystem::path temp =
       parent / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
                 std::to_string(counter++));
-  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  common::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) throwErrno(errno, path);
   TempFileGuard guard(temp);
   writeAll(fd.get(), data, path);
@@ -119,7 +119,7 @@ std::uint64_t writeFile(const std::filesystem::path& path, std::string_view data
 
 std::string readFile(const std::filesystem::path& path, std::uint64_t max_bytes) {
   // O_NONBLOCK: opening a FIFO must not hang the agent; it is refused below anyway.
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) throwErrno(errno, path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throwErrno(errno, path);

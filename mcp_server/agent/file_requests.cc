@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "agent/base64.h"
 #include "agent/file_ops.h"
 #include "agent/request_error.h"
+#include "common/base64.h"
 
 namespace agent {
 namespace {
@@ -33,9 +33,8 @@ mode_t modeField(const nlohmann::json& request) {
 nlohmann::json writeFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
   const auto path = files::resolvePath(stringField(request, "write_file", "path"), cwd);
   const mode_t mode = modeField(request);
-  std::string error;
-  const auto data = base64::decode(stringField(request, "write_file", "data_b64"), &error);
-  if (!data) throw RequestError("write_file: \"data_b64\" is not valid base64: " + error);
+  const auto data = common::base64Decode(stringField(request, "write_file", "data_b64"));
+  if (!data) throw RequestError("write_file: \"data_b64\" is not valid base64");
   const auto bytes = files::writeFile(path, *data, mode);
   return {{"bytes", bytes}, {"path", path.string()}};
 }
@@ -53,7 +52,7 @@ nlohmann::json readFileRequest(const nlohmann::json& request, const std::filesys
     max_bytes = std::min(static_cast<std::uint64_t>(requested), files::kMaxTransferBytes);
   }
   const std::string data = files::readFile(path, max_bytes);
-  return {{"data_b64", base64::encode(data)}, {"size", data.size()}, {"path", path.string()}};
+  return {{"data_b64", common::base64Encode(data)}, {"size", data.size()}, {"path", path.string()}};
 }
 
 nlohmann::json listFilesRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {

@@ -6,9 +6,11 @@
 #include <string_view>
 
 #include "agent/event_loop.h"
-#include "agent/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace agent {
+
+using common::UniqueFd;
 
 class PipeReader {
  public:

@@ -4,9 +4,11 @@
 
 #include <vector>
 
-#include "agent/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace agent {
+
+using common::UniqueFd;
 
 class SignalFd {
  public:

@@ -17,7 +17,8 @@ void parseListenAddress(const std::string& text, CliOptions& out) {
   }
   const std::string port_text = text.substr(colon + 1);
   unsigned port = 0;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
     throw UsageError("--http: \"" + port_text + "\" is not a port number (0-65535)");
   }

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,9 +16,6 @@
 #include <functional>
 #include <memory>
 #include <thread>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "config/config.h"
 #include "sandbox/docker/docker_backend.h"
@@ -135,8 +134,9 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   SignalWatcher signals;  // before any thread starts, so all inherit the mask
   sandbox::docker::DockerBackend backend(backendOptions(cfg));
   if (!checkReadiness(backend)) {
-    spdlog::error("not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
-                  "full check-list)");
+    spdlog::error(
+        "not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
+        "full check-list)");
     return 1;
   }
   if (const int removed = backend.removeOrphans(); removed > 0) {
@@ -150,7 +150,9 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   auto mcp = std::make_shared<server::McpServer>(cfg, sessions, registry);
 
   if (options.mode == Mode::kStdio) {
-    transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, mcp);
+    transport::StdioTransportOptions stdio_options;
+    stdio_options.max_message_bytes = static_cast<std::size_t>(cfg.stdio.max_message_bytes);
+    transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, mcp, stdio_options);
     signals.onSignal([&] { stdio.stop(); });
     spdlog::info("serving MCP over stdio");
     stdio.run();
@@ -166,10 +168,10 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     transport::HttpTransport server(mcp, http);
     server.start();
     signals.onSignal([&] { server.stop(); });
-    spdlog::info("serving MCP over Streamable HTTP at http://{}:{}{}{}",
-                 http.address.find(':') != std::string::npos ? "[" + http.address + "]"
-                                                               : http.address,
-                 server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
+    spdlog::info(
+        "serving MCP over Streamable HTTP at http://{}:{}{}{}",
+        http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,
+        server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
     server.wait();
   }
   signals.finish();

@@ -172,6 +172,15 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   requireAtLeast(out.session_idle_timeout_s, 1, "http.session_idle_timeout_s");
 }
 
+void readStdio(ObjectReader& parent, StdioConfig& out) {
+  const json* node = parent.child("stdio");
+  if (!node) return;
+  ObjectReader r(*node, "stdio");
+  r.read("max_message_bytes", out.max_message_bytes);
+  r.rejectUnknown();
+  requireAtLeast(out.max_message_bytes, 1024, "stdio.max_message_bytes");
+}
+
 }  // namespace
 
 ServerConfig fromJson(const json& document) {
@@ -183,6 +192,7 @@ ServerConfig fromJson(const json& document) {
   readSessions(root, config.sessions);
   readVolumes(root, config.volumes);
   readHttp(root, config.http);
+  readStdio(root, config.stdio);
   root.read("log_level", config.log_level);
   root.rejectUnknown();
   static const std::set<std::string> kLevels{"trace", "debug", "info", "warn", "error", "off"};
@@ -237,14 +247,14 @@ json toJson(const ServerConfig& c) {
         {"max_output_bytes", c.execution.max_output_bytes},
         {"max_file_bytes", c.execution.max_file_bytes}}},
       {"sessions",
-       {{"max_sessions", c.sessions.max_sessions},
-        {"idle_timeout_s", c.sessions.idle_timeout_s}}},
+       {{"max_sessions", c.sessions.max_sessions}, {"idle_timeout_s", c.sessions.idle_timeout_s}}},
       {"volumes", {{"allowed_host_dirs", dirs}}},
       {"http",
        {{"path", c.http.path},
         {"max_body_bytes", c.http.max_body_bytes},
         {"allowed_origins", c.http.allowed_origins},
         {"session_idle_timeout_s", c.http.session_idle_timeout_s}}},
+      {"stdio", {{"max_message_bytes", c.stdio.max_message_bytes}}},
       {"log_level", c.log_level}};
 }
 

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace config {
 
@@ -47,7 +46,7 @@ struct SandboxConfig {
 struct ExecutionConfig {
   std::int64_t default_timeout_s = 30;
   std::int64_t max_timeout_s = 600;
-  std::int64_t max_output_bytes = 1024 * 1024;  // per stream, per execution
+  std::int64_t max_output_bytes = 1024 * 1024;     // per stream, per execution
   std::int64_t max_file_bytes = 32 * 1024 * 1024;  // upload_file / download_file
 };
 
@@ -67,6 +66,10 @@ struct HttpConfig {
   std::int64_t session_idle_timeout_s = 1800;
 };
 
+struct StdioConfig {
+  std::int64_t max_message_bytes = 16 * 1024 * 1024;  // one JSON-RPC line
+};
+
 struct ServerConfig {
   DockerConfig docker;
   SandboxConfig sandbox;
@@ -74,6 +77,7 @@ struct ServerConfig {
   SessionsConfig sessions;
   VolumesConfig volumes;
   HttpConfig http;
+  StdioConfig stdio;
   std::string log_level = "info";
 };
 

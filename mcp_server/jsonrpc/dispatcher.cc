@@ -1,9 +1,9 @@
 #include "jsonrpc/dispatcher.h"
 
+#include <spdlog/spdlog.h>
+
 #include <exception>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "jsonrpc/errors.h"
 

@@ -4,18 +4,17 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "jsonrpc/endpoint.h"
 
 namespace jsonrpc {
 
 struct CallContext {
-  const json& id;            // the request id; null for notifications
+  const json& id;             // the request id; null for notifications
   RequestContext& transport;  // per-message transport services (notify, peer)
 };
 

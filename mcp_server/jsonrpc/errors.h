@@ -1,11 +1,10 @@
 // JSON-RPC 2.0 error codes and the exception handlers throw for protocol faults.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace jsonrpc {
 

@@ -9,9 +9,11 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace sandbox {
+
+using common::UniqueFd;
 
 class ByteStream {
  public:

@@ -1,8 +1,8 @@
 #include "server/mcp_server.h"
 
-#include <array>
-
 #include <spdlog/spdlog.h>
+
+#include <array>
 
 #include "jsonrpc/errors.h"
 
@@ -12,8 +12,8 @@ namespace {
 using jsonrpc::json;
 
 constexpr std::array<const char*, 3> kSupportedVersions{"2025-11-25", "2025-06-18", "2025-03-26"};
-constexpr std::array<const char*, 8> kLogLevels{"debug",    "info",  "notice", "warning",
-                                                "error",    "critical", "alert", "emergency"};
+constexpr std::array<const char*, 8> kLogLevels{"debug", "info",     "notice", "warning",
+                                                "error", "critical", "alert",  "emergency"};
 
 int logLevelIndex(const std::string& level) {
   for (std::size_t i = 0; i < kLogLevels.size(); ++i) {
@@ -88,11 +88,11 @@ json McpEndpoint::initialize(const json& params) {
   const auto client = params.value("clientInfo", json::object());
   spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
                client.value("version", "?"), version);
-  return json{{"protocolVersion", version},
-              {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
-              {"serverInfo",
-               {{"name", "sandbox-mcp"}, {"title", "Sandbox MCP"}, {"version", "0.1.0"}}},
-              {"instructions", kInstructions}};
+  return json{
+      {"protocolVersion", version},
+      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
+      {"serverInfo", {{"name", "sandbox-mcp"}, {"title", "Sandbox MCP"}, {"version", "0.1.0"}}},
+      {"instructions", kInstructions}};
 }
 
 void McpEndpoint::requireInitialized() const {
@@ -133,18 +133,17 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     progress_token = meta->value("progressToken", json(nullptr));
   }
-  tools::ToolContext ctx{owner_, *token, sessions_, config_, call.transport.notify,
-                         progress_token};
+  tools::ToolContext ctx{owner_, *token, sessions_, config_, call.transport.notify, progress_token};
   const auto started = std::chrono::steady_clock::now();
   json result = tools_.call(name->get<std::string>(), arguments, ctx);
-  const double ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - started).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", name->get<std::string>(), ms,
                 result.value("isError", false));
   if (result.value("isError", false)) {
-    clientLog(call.transport, "warning",
-              name->get<std::string>() + " failed: " +
-                  result["content"][0]["text"].get<std::string>());
+    clientLog(
+        call.transport, "warning",
+        name->get<std::string>() + " failed: " + result["content"][0]["text"].get<std::string>());
   }
   return result;
 }

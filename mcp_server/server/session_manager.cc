@@ -1,8 +1,8 @@
 #include "server/session_manager.h"
 
-#include <algorithm>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "common/random_id.h"
 
@@ -44,6 +44,26 @@ std::string firstDifference(const SessionOptions& have, const SessionOptions& wa
   return {};
 }
 
+// Tearing a sandbox down is an Engine API round trip (~200 ms); many go side by side so that
+// a disconnect or shutdown with dozens of sessions stays quick.
+void destroyConcurrently(std::vector<std::shared_future<std::shared_ptr<Session>>> doomed) {
+  constexpr std::size_t kParallel = 16;
+  for (std::size_t begin = 0; begin < doomed.size(); begin += kParallel) {
+    std::vector<std::thread> workers;
+    for (std::size_t i = begin; i < std::min(doomed.size(), begin + kParallel); ++i) {
+      workers.emplace_back([pending = std::move(doomed[i])]() mutable {
+        try {
+          pending.get();
+        } catch (const std::exception&) {
+          return;  // its creation failed: nothing to tear down
+        }
+        pending = {};  // the last reference: the sandbox is destroyed on this thread
+      });
+    }
+    for (auto& worker : workers) worker.join();
+  }
+}
+
 }  // namespace
 
 SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Backend& backend)
@@ -78,8 +98,8 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
       auto session = pending.get();  // rethrows the creator's error
       if (options_given) {
         if (auto field = firstDifference(session->options(), options); !field.empty()) {
-          throw SandboxError("session '" + session_id + "' was created with a different " +
-                             field + "; session options are fixed at creation. Omit " + field +
+          throw SandboxError("session '" + session_id + "' was created with a different " + field +
+                             "; session options are fixed at creation. Omit " + field +
                              " to keep using this session, or start a new session for it.");
         }
       }
@@ -118,13 +138,15 @@ std::string SessionManager::resolveRuntime() {
       log()->warn("sandbox.runtime is runc: sandboxes share the host kernel (no gVisor)");
     }
   } else if (config_.sandbox.strict_gvisor) {
-    throw SandboxError("gVisor (runsc) is not registered with the Docker engine and "
-                       "sandbox.strict_gvisor is on: run scripts/setup.sh (it installs runsc and "
-                       "adds it to /etc/docker/daemon.json), then retry");
+    throw SandboxError(
+        "gVisor (runsc) is not registered with the Docker engine and "
+        "sandbox.strict_gvisor is on: run scripts/setup.sh (it installs runsc and "
+        "adds it to /etc/docker/daemon.json), then retry");
   } else {
-    log()->warn("runtime {} is not registered with the engine; falling back to runc. Sandboxes "
-                "are weaker without gVisor: run scripts/setup.sh, or set sandbox.strict_gvisor",
-                config_.sandbox.runtime);
+    log()->warn(
+        "runtime {} is not registered with the engine; falling back to runc. Sandboxes "
+        "are weaker without gVisor: run scripts/setup.sh, or set sandbox.strict_gvisor",
+        config_.sandbox.runtime);
     runtime_ = "runc";
   }
   return *runtime_;
@@ -133,18 +155,22 @@ std::string SessionManager::resolveRuntime() {
 std::string SessionManager::resolveImage(const SessionOptions& options) {
   if (!options.dockerfile.empty()) {
     if (!config_.sandbox.allow_dockerfile) {
-      throw SandboxError("the dockerfile argument is disabled on this server "
-                         "(sandbox.allow_dockerfile); use the default image");
+      throw SandboxError(
+          "the dockerfile argument is disabled on this server "
+          "(sandbox.allow_dockerfile); use the default image");
     }
     return backend_.buildImage(options.dockerfile);
   }
   if (options.image.empty()) return config_.sandbox.image;
   if (!config_.sandbox.allow_custom_images && options.image != config_.sandbox.image) {
-    throw SandboxError("the image argument is disabled on this server "
-                       "(sandbox.allow_custom_images); omit it to use " + config_.sandbox.image);
+    throw SandboxError(
+        "the image argument is disabled on this server "
+        "(sandbox.allow_custom_images); omit it to use " +
+        config_.sandbox.image);
   }
   if (!backend_.imageExists(options.image)) {
-    throw SandboxError("image '" + options.image + "' is not present on the Docker engine and "
+    throw SandboxError("image '" + options.image +
+                       "' is not present on the Docker engine and "
                        "this server never pulls images. Omit image to use " +
                        config_.sandbox.image + ", or have the operator build or load it.");
   }
@@ -173,8 +199,8 @@ std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
                 volume.container_path, volume.read_only ? "ro" : "rw");
   }
   auto sandbox = backend_.create(spec);
-  log()->info("session {} created: container {} image {} runtime {}", id, sandbox->id(),
-              spec.image, spec.runtime);
+  log()->info("session {} created: container {} image {} runtime {}", id, sandbox->id(), spec.image,
+              spec.runtime);
   return std::make_shared<Session>(id, owner, options, std::move(sandbox));
 }
 
@@ -262,13 +288,9 @@ void SessionManager::closeOwner(const std::string& owner) {
       }
     }
   }
-  for (auto& pending : doomed) {
-    try {
-      pending.get();
-    } catch (const std::exception&) {
-    }
-  }
-  if (!doomed.empty()) log()->info("closed {} session(s) of a disconnected client", doomed.size());
+  const auto count = doomed.size();
+  destroyConcurrently(std::move(doomed));
+  if (count > 0) log()->info("closed {} session(s) of a disconnected client", count);
 }
 
 std::size_t SessionManager::size() {
@@ -298,8 +320,8 @@ std::vector<std::shared_ptr<Session>> SessionManager::takeIdle() {
 }
 
 void SessionManager::reapLoop() {
-  const auto period = std::chrono::seconds(
-      std::clamp<std::int64_t>(config_.sessions.idle_timeout_s / 4, 1, 30));
+  const auto period =
+      std::chrono::seconds(std::clamp<std::int64_t>(config_.sessions.idle_timeout_s / 4, 1, 30));
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     wake_reaper_.wait_for(lock, period);
@@ -316,22 +338,19 @@ void SessionManager::reapLoop() {
 }
 
 void SessionManager::shutdown() {
-  std::unordered_map<std::string, Pending> doomed;
+  std::vector<Pending> doomed;
   {
     std::lock_guard lock(mutex_);
     if (stopping_ && !reaper_.joinable()) return;
     stopping_ = true;
-    doomed.swap(sessions_);
+    for (auto& [k, pending] : sessions_) doomed.push_back(pending);
+    sessions_.clear();
   }
   wake_reaper_.notify_all();
   if (reaper_.joinable()) reaper_.join();
-  for (auto& [k, pending] : doomed) {
-    try {
-      pending.get();
-    } catch (const std::exception&) {
-    }
-  }
-  if (!doomed.empty()) log()->info("shut down {} session(s)", doomed.size());
+  const auto count = doomed.size();
+  destroyConcurrently(std::move(doomed));
+  if (count > 0) log()->info("shut down {} session(s)", count);
 }
 
 }  // namespace server

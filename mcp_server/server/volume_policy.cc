@@ -25,8 +25,9 @@ std::string describeAllowed(const std::vector<config::AllowedHostDir>& allowed) 
 
 // Container paths that would shadow the agent, the kernel interfaces or the whole root.
 bool isReservedContainerPath(const std::string& path) {
-  static const char* const kReserved[] = {"/", "/.sandbox", "/proc", "/sys", "/dev", "/etc",
-                                          "/usr", "/bin", "/sbin", "/lib", "/lib64", "/run/mcp"};
+  static const char* const kReserved[] = {"/",     "/.sandbox", "/proc",  "/sys",
+                                          "/dev",  "/etc",      "/usr",   "/bin",
+                                          "/sbin", "/lib",      "/lib64", "/run/mcp"};
   for (const char* reserved : kReserved) {
     if (path == reserved) return true;
     if (std::string(reserved) != "/" && isUnder(path, reserved)) return true;
@@ -38,7 +39,8 @@ sandbox::VolumeMount resolveOne(const std::string& host, const nlohmann::json& s
                                 const std::vector<config::AllowedHostDir>& allowed) {
   const std::string where = "volumes[\"" + host + "\"]";
   if (!spec.is_object() || !spec.contains("bind") || !spec["bind"].is_string()) {
-    throw sandbox::SandboxError(where + ": expected {\"bind\": \"/container/path\", \"mode\": "
+    throw sandbox::SandboxError(where +
+                                ": expected {\"bind\": \"/container/path\", \"mode\": "
                                 "\"ro\"|\"rw\"}");
   }
   const std::string mode = spec.value("mode", "ro");
@@ -70,9 +72,9 @@ sandbox::VolumeMount resolveOne(const std::string& host, const nlohmann::json& s
 
 }  // namespace
 
-std::vector<sandbox::VolumeMount> resolveVolumes(
-    const nlohmann::json& volumes, const std::vector<config::AllowedHostDir>& allowed,
-    const std::string& sandbox_workdir) {
+std::vector<sandbox::VolumeMount> resolveVolumes(const nlohmann::json& volumes,
+                                                 const std::vector<config::AllowedHostDir>& allowed,
+                                                 const std::string& sandbox_workdir) {
   std::vector<sandbox::VolumeMount> mounts;
   if (volumes.is_null() || volumes.empty()) return mounts;
   if (allowed.empty()) {

@@ -2,10 +2,9 @@
 // operator allowed (after resolving symlinks), read-only unless that directory allows rw.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "config/config.h"
 #include "sandbox/backend.h"

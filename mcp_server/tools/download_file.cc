@@ -31,31 +31,31 @@ Tool makeDownloadFileTool(const config::ServerConfig& config) {
        {"required", {"path", "size", "encoding", "content", "session_id"}}},
       {{"readOnlyHint", true}, {"openWorldHint", false}}};
   const auto max_bytes = static_cast<std::size_t>(config.execution.max_file_bytes);
-  return Tool{std::move(spec), [max_bytes](const json& arguments, ToolContext& ctx) {
-                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
-                server::SessionUse use(session);
-                const auto path = arguments.at("path").get<std::string>();
-                const std::string bytes = session->sandbox().readFile(path, max_bytes);
-                std::string encoding = arguments.value("encoding", "");
-                const bool is_text = common::isValidUtf8(bytes);
-                if (encoding.empty()) encoding = is_text ? "utf-8" : "base64";
-                if (encoding == "utf-8" && !is_text) {
-                  return ToolResult::failure(path + " is not valid UTF-8 text; request it with "
-                                                    "encoding \"base64\"");
-                }
-                ToolResult out;
-                out.structured = {
-                    {"path", path},
-                    {"size", bytes.size()},
-                    {"encoding", encoding},
-                    {"content", encoding == "utf-8" ? bytes : common::base64Encode(bytes)},
-                    {"session_id", session->id()}};
-                out.text = encoding == "utf-8"
-                               ? bytes
-                               : path + ": " + std::to_string(bytes.size()) +
-                                     " bytes of binary data (base64 in structuredContent)";
-                return out;
-              }};
+  return Tool{
+      std::move(spec), [max_bytes](const json& arguments, ToolContext& ctx) {
+        auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+        server::SessionUse use(session);
+        const auto path = arguments.at("path").get<std::string>();
+        const std::string bytes = session->sandbox().readFile(path, max_bytes);
+        std::string encoding = arguments.value("encoding", "");
+        const bool is_text = common::isValidUtf8(bytes);
+        if (encoding.empty()) encoding = is_text ? "utf-8" : "base64";
+        if (encoding == "utf-8" && !is_text) {
+          return ToolResult::failure(path +
+                                     " is not valid UTF-8 text; request it with "
+                                     "encoding \"base64\"");
+        }
+        ToolResult out;
+        out.structured = {{"path", path},
+                          {"size", bytes.size()},
+                          {"encoding", encoding},
+                          {"content", encoding == "utf-8" ? bytes : common::base64Encode(bytes)},
+                          {"session_id", session->id()}};
+        out.text = encoding == "utf-8" ? bytes
+                                       : path + ": " + std::to_string(bytes.size()) +
+                                             " bytes of binary data (base64 in structuredContent)";
+        return out;
+      }};
 }
 
 }  // namespace tools

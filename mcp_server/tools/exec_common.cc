@@ -13,7 +13,8 @@ std::string renderText(const json& s) {
   char header[256];
   std::snprintf(header, sizeof header, "status: %s (exit_code %d, %.1f ms, session %s)",
                 s["status"].get_ref<const std::string&>().c_str(), s["exit_code"].get<int>(),
-                s["duration_ms"].get<double>(), s["session_id"].get_ref<const std::string&>().c_str());
+                s["duration_ms"].get<double>(),
+                s["session_id"].get_ref<const std::string&>().c_str());
   std::string text = header;
   const auto& out = s["stdout"].get_ref<const std::string&>();
   const auto& err = s["stderr"].get_ref<const std::string&>();
@@ -70,32 +71,31 @@ json execInputSchema(const config::ServerConfig& config, const char* code_field,
 }
 
 json execOutputSchema() {
-  return json{
-      {"type", "object"},
-      {"properties",
-       {{"status",
-         {{"type", "string"},
-          {"enum", {"success", "error", "timeout", "cancelled"}},
-          {"description", "success: ran to completion without error"}}},
-        {"stdout", {{"type", "string"}}},
-        {"stderr", {{"type", "string"}}},
-        {"exit_code", {{"type", "integer"}}},
-        {"result",
-         {{"type", {"string", "null"}},
-          {"description", "repr of the value of a trailing expression (Python)"}}},
-        {"execution_id", {{"type", "string"}}},
-        {"session_id", {{"type", "string"}, {"description", "pass it back to keep state"}}},
-        {"session_created", {{"type", "boolean"}}},
-        {"duration_ms", {{"type", "number"}}},
-        {"truncated", {{"type", "boolean"}, {"description", "output exceeded the cap"}}},
-        {"stdout_bytes", {{"type", "integer"}}},
-        {"stderr_bytes", {{"type", "integer"}}},
-        {"state_lost",
-         {{"type", "boolean"},
-          {"description", "the interpreter was restarted; variables are gone"}}}}},
-      {"required",
-       {"status", "stdout", "stderr", "exit_code", "result", "execution_id", "session_id",
-        "duration_ms", "truncated"}}};
+  return json{{"type", "object"},
+              {"properties",
+               {{"status",
+                 {{"type", "string"},
+                  {"enum", {"success", "error", "timeout", "cancelled"}},
+                  {"description", "success: ran to completion without error"}}},
+                {"stdout", {{"type", "string"}}},
+                {"stderr", {{"type", "string"}}},
+                {"exit_code", {{"type", "integer"}}},
+                {"result",
+                 {{"type", {"string", "null"}},
+                  {"description", "repr of the value of a trailing expression (Python)"}}},
+                {"execution_id", {{"type", "string"}}},
+                {"session_id", {{"type", "string"}, {"description", "pass it back to keep state"}}},
+                {"session_created", {{"type", "boolean"}}},
+                {"duration_ms", {{"type", "number"}}},
+                {"truncated", {{"type", "boolean"}, {"description", "output exceeded the cap"}}},
+                {"stdout_bytes", {{"type", "integer"}}},
+                {"stderr_bytes", {{"type", "integer"}}},
+                {"state_lost",
+                 {{"type", "boolean"},
+                  {"description", "the interpreter was restarted; variables are gone"}}}}},
+              {"required",
+               {"status", "stdout", "stderr", "exit_code", "result", "execution_id", "session_id",
+                "duration_ms", "truncated"}}};
 }
 
 ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKind kind,
@@ -108,8 +108,8 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   sandbox::ExecRequest request;
   request.kind = kind;
   request.code = code;
-  request.timeout = std::chrono::seconds(
-      arguments.value("timeout", ctx.config.execution.default_timeout_s));
+  request.timeout =
+      std::chrono::seconds(arguments.value("timeout", ctx.config.execution.default_timeout_s));
   request.max_output_bytes = static_cast<std::size_t>(ctx.config.execution.max_output_bytes);
 
   sandbox::ExecResult result;
@@ -127,8 +127,8 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   session->countExecution();
 
   ToolResult out;
-  out.structured = toStructured(result, "exec-" + common::randomHex(8), session->id(),
-                                acquired.created);
+  out.structured =
+      toStructured(result, "exec-" + common::randomHex(8), session->id(), acquired.created);
   out.text = renderText(out.structured);
   return out;
 }

@@ -29,31 +29,30 @@ Tool makeGetSessionStatsTool() {
         {"session_id", "execution_count", "created_at", "uptime", "container_status", "image",
          "runtime"}}},
       {{"readOnlyHint", true}, {"openWorldHint", false}}};
-  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
-                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
-                auto& box = session->sandbox();
-                ToolResult out;
-                out.structured = {{"session_id", session->id()},
-                                  {"execution_count", session->executionCount()},
-                                  {"created_at", session->createdAtUnix()},
-                                  {"uptime", session->uptimeSeconds()},
-                                  {"idle_seconds", session->idleSeconds()},
-                                  {"container_status", box.status()},
-                                  {"container_id", box.id()},
-                                  {"image", box.image()},
-                                  {"runtime", box.runtime()},
-                                  {"mcp_allowlist", session->options().mcp_allowlist}};
-                char text[256];
-                std::snprintf(text, sizeof text,
-                              "session %s: %llu executions, up %.1f s, container %s, %s on %s",
-                              session->id().c_str(),
-                              static_cast<unsigned long long>(session->executionCount()),
-                              session->uptimeSeconds(),
-                              out.structured["container_status"].get<std::string>().c_str(),
-                              box.image().c_str(), box.runtime().c_str());
-                out.text = text;
-                return out;
-              }};
+  return Tool{
+      std::move(spec), [](const json& arguments, ToolContext& ctx) {
+        auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+        auto& box = session->sandbox();
+        ToolResult out;
+        out.structured = {{"session_id", session->id()},
+                          {"execution_count", session->executionCount()},
+                          {"created_at", session->createdAtUnix()},
+                          {"uptime", session->uptimeSeconds()},
+                          {"idle_seconds", session->idleSeconds()},
+                          {"container_status", box.status()},
+                          {"container_id", box.id()},
+                          {"image", box.image()},
+                          {"runtime", box.runtime()},
+                          {"mcp_allowlist", session->options().mcp_allowlist}};
+        char text[256];
+        std::snprintf(
+            text, sizeof text, "session %s: %llu executions, up %.1f s, container %s, %s on %s",
+            session->id().c_str(), static_cast<unsigned long long>(session->executionCount()),
+            session->uptimeSeconds(), out.structured["container_status"].get<std::string>().c_str(),
+            box.image().c_str(), box.runtime().c_str());
+        out.text = text;
+        return out;
+      }};
 }
 
 }  // namespace tools

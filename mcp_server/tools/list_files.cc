@@ -7,8 +7,8 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
   ToolSpec spec{
       "list_files",
       "List a directory in a sandbox",
-      "List the entries of a directory in a session's sandbox (default: the working directory "
-      + config.sandbox.workdir + ").",
+      "List the entries of a directory in a session's sandbox (default: the working directory " +
+          config.sandbox.workdir + ").",
       {{"type", "object"},
        {"properties",
         {{"path", {{"type", "string"}, {"default", "."}, {"maxLength", 4096}}},
@@ -31,24 +31,25 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
              {"required", {"name", "type", "size", "mtime"}}}}}}}},
        {"required", {"path", "session_id", "entries"}}},
       {{"readOnlyHint", true}, {"openWorldHint", false}}};
-  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
-                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
-                server::SessionUse use(session);
-                const auto path = arguments.value("path", ".");
-                const auto entries = session->sandbox().listFiles(path);
-                json items = json::array();
-                std::string text;
-                for (const auto& e : entries) {
-                  items.push_back(
-                      {{"name", e.name}, {"type", e.type}, {"size", e.size}, {"mtime", e.mtime}});
-                  text += e.type == "dir" ? e.name + "/\n"
-                                          : e.name + "  (" + std::to_string(e.size) + " bytes)\n";
-                }
-                ToolResult out;
-                out.structured = {{"path", path}, {"session_id", session->id()}, {"entries", items}};
-                out.text = entries.empty() ? path + " is empty" : text;
-                return out;
-              }};
+  return Tool{
+      std::move(spec), [](const json& arguments, ToolContext& ctx) {
+        auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+        server::SessionUse use(session);
+        const auto path = arguments.value("path", ".");
+        const auto entries = session->sandbox().listFiles(path);
+        json items = json::array();
+        std::string text;
+        for (const auto& e : entries) {
+          items.push_back(
+              {{"name", e.name}, {"type", e.type}, {"size", e.size}, {"mtime", e.mtime}});
+          text += e.type == "dir" ? e.name + "/\n"
+                                  : e.name + "  (" + std::to_string(e.size) + " bytes)\n";
+        }
+        ToolResult out;
+        out.structured = {{"path", path}, {"session_id", session->id()}, {"entries", items}};
+        out.text = entries.empty() ? path + " is empty" : text;
+        return out;
+      }};
 }
 
 }  // namespace tools

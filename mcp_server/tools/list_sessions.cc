@@ -22,7 +22,8 @@ Tool makeListSessionsTool() {
                {"created_at", {{"type", "number"}}},
                {"execution_count", {{"type", "integer"}}},
                {"idle_seconds", {{"type", "number"}}}}},
-             {"required", {"session_id", "image", "runtime", "created_at", "execution_count"}}}}}}}},
+             {"required",
+              {"session_id", "image", "runtime", "created_at", "execution_count"}}}}}}}},
        {"required", {"sessions"}}},
       {{"readOnlyHint", true}, {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json&, ToolContext& ctx) {

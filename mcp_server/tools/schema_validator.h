@@ -2,10 +2,9 @@
 // required, additionalProperties, enum, minimum/maximum, minLength/maxLength, items). Pure.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace tools {
 

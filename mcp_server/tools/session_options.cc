@@ -14,13 +14,15 @@ json sessionOptionProperties() {
          "name to create a session with that id; pass an existing id to reuse its state."}}},
       {"image",
        {{"type", "string"},
-        {"description", "Docker image for a new session (must already be on the engine; "
-                        "default: the server's sandbox image)."}}},
+        {"description",
+         "Docker image for a new session (must already be on the engine; "
+         "default: the server's sandbox image)."}}},
       {"dockerfile",
        {{"type", "string"},
         {"maxLength", 65536},
-        {"description", "Dockerfile to build the image of a new session (cached by content; "
-                        "overrides image). Builds have no network."}}},
+        {"description",
+         "Dockerfile to build the image of a new session (cached by content; "
+         "overrides image). Builds have no network."}}},
       {"environment",
        {{"type", "object"},
         {"additionalProperties", {{"type", "string"}}},
@@ -30,17 +32,20 @@ json sessionOptionProperties() {
         {"additionalProperties",
          {{"type", "object"},
           {"properties",
-           {{"bind", {{"type", "string"}}}, {"mode", {{"type", "string"}, {"enum", {"ro", "rw"}}}}}},
+           {{"bind", {{"type", "string"}}},
+            {"mode", {{"type", "string"}, {"enum", {"ro", "rw"}}}}}},
           {"required", {"bind"}},
           {"additionalProperties", false}}},
-        {"description", "Host directories to mount in a new session: {\"/host/dir\": {\"bind\": "
-                        "\"/mnt/data\", \"mode\": \"ro\"}}. Only directories the operator "
-                        "allowed; read-only unless rw is allowed there."}}},
+        {"description",
+         "Host directories to mount in a new session: {\"/host/dir\": {\"bind\": "
+         "\"/mnt/data\", \"mode\": \"ro\"}}. Only directories the operator "
+         "allowed; read-only unless rw is allowed there."}}},
       {"mcp_allowlist",
        {{"type", "array"},
         {"items", {{"type", "string"}}},
-        {"description", "MCP server URLs code in a new session may reach through the sidecar "
-                        "(fixed at creation)."}}},
+        {"description",
+         "MCP server URLs code in a new session may reach through the sidecar "
+         "(fixed at creation)."}}},
   };
 }
 
@@ -68,8 +73,8 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
     }
   }
   if (const auto it = arguments.find("volumes"); it != arguments.end()) {
-    options.volumes = server::resolveVolumes(*it, config.volumes.allowed_host_dirs,
-                                             config.sandbox.workdir);
+    options.volumes =
+        server::resolveVolumes(*it, config.volumes.allowed_host_dirs, config.sandbox.workdir);
     parsed.given = true;
   }
   if (const auto it = arguments.find("mcp_allowlist"); it != arguments.end()) {

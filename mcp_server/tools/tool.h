@@ -4,9 +4,8 @@
 #pragma once
 
 #include <functional>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/cancel_token.h"
 #include "config/config.h"

@@ -55,7 +55,8 @@ json ToolRegistry::call(const std::string& name, const json& arguments, ToolCont
   } catch (const std::exception& e) {
     spdlog::error("tool {} failed unexpectedly: {}", name, e.what());
     return toCallResult(ToolResult::failure(std::string("Internal error in ") + name + ": " +
-                                            e.what() + ". The server is still running; retry "
+                                            e.what() +
+                                            ". The server is still running; retry "
                                             "or report this message."));
   }
 }

@@ -38,13 +38,28 @@ TEST(Frame, OversizedAnnouncementIsAnError) {
 }
 
 TEST(Base64, KnownVectors) {
-  const std::pair<std::string, std::string> vectors[] = {
-      {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="},
-      {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}, {std::string("\0\xff", 2), "AP8="}};
+  const std::pair<std::string, std::string> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"},
+                                                         {std::string("\0\xff", 2), "AP8="}};
   for (const auto& [plain, encoded] : vectors) {
     EXPECT_EQ(common::base64Encode(plain), encoded);
     EXPECT_EQ(common::base64Decode(encoded), plain);
   }
+}
+
+TEST(Base64, RoundTripsEveryByteValueAndLength) {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  for (std::size_t length = 0; length <= all.size(); ++length) {
+    const std::string input = all.substr(0, length);
+    EXPECT_EQ(common::base64Decode(common::base64Encode(input)), input) << "length " << length;
+  }
+  EXPECT_EQ(common::base64Decode("Zm9vYg"), "foob");  // unpadded input is accepted
 }
 
 TEST(Base64, RejectsMalformedInput) {

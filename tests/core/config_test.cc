@@ -40,7 +40,8 @@ TEST(Config, ReadsNestedValues) {
 }
 
 TEST(Config, ErrorsNameTheFieldPath) {
-  EXPECT_EQ(errorOf({{"sandbox", {{"memory_mib", 1}}}}), "config: sandbox.memory_mib must be >= 16");
+  EXPECT_EQ(errorOf({{"sandbox", {{"memory_mib", 1}}}}),
+            "config: sandbox.memory_mib must be >= 16");
   EXPECT_EQ(errorOf({{"sandbox", {{"memry_mib", 1}}}}),
             "config: sandbox.memry_mib is not a known setting");
   EXPECT_EQ(errorOf({{"sandbox", {{"runtime", "kata"}}}}),

@@ -32,8 +32,10 @@ class McpServerTest : public ::testing::Test {
     return request(ep, "tools/call", {{"name", tool}, {"arguments", arguments}})["result"];
   }
   void initialize(jsonrpc::Endpoint& ep) {
-    request(ep, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()},
-                               {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+    request(ep, "initialize",
+            {{"protocolVersion", "2025-06-18"},
+             {"capabilities", json::object()},
+             {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
   }
 
   config::ServerConfig cfg;
@@ -88,13 +90,14 @@ TEST_F(McpServerTest, CallErrorsAreClear) {
   EXPECT_TRUE(invalid["isError"]);
   EXPECT_EQ(invalid["content"][0]["text"],
             "Invalid arguments for run_code: arguments.code: must be a string (got integer)");
-  auto missing = call(*endpoint, "upload_file",
-                      {{"path", "a"}, {"content", "b"}, {"session_id", "ghost"}});
+  auto missing =
+      call(*endpoint, "upload_file", {{"path", "a"}, {"content", "b"}, {"session_id", "ghost"}});
   EXPECT_TRUE(missing["isError"]);
   EXPECT_NE(missing["content"][0]["text"].get<std::string>().find("Unknown session 'ghost'"),
             std::string::npos);
-  auto bad_b64 = call(*endpoint, "upload_file", {{"path", "a"}, {"content", "!!"},
-                                                  {"encoding", "base64"}, {"session_id", "x"}});
+  auto bad_b64 =
+      call(*endpoint, "upload_file",
+           {{"path", "a"}, {"content", "!!"}, {"encoding", "base64"}, {"session_id", "x"}});
   EXPECT_TRUE(bad_b64["isError"]);
 }
 
@@ -113,8 +116,8 @@ TEST_F(McpServerTest, RunCodeCreatesAndReusesSessions) {
   EXPECT_EQ(stats["structuredContent"]["runtime"], "runsc");
   auto named = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "my-session"}});
   EXPECT_EQ(named["structuredContent"]["session_id"], "my-session");
-  EXPECT_EQ(call(*endpoint, "list_sessions", json::object())["structuredContent"]["sessions"].size(),
-            2U);
+  EXPECT_EQ(
+      call(*endpoint, "list_sessions", json::object())["structuredContent"]["sessions"].size(), 2U);
 }
 
 TEST_F(McpServerTest, SessionsBelongToTheirOwner) {
@@ -124,7 +127,8 @@ TEST_F(McpServerTest, SessionsBelongToTheirOwner) {
   call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "mine"}});
   auto stolen = call(*other, "get_session_stats", {{"session_id", "mine"}});
   EXPECT_TRUE(stolen["isError"]);
-  EXPECT_TRUE(call(*other, "list_sessions", json::object())["structuredContent"]["sessions"].empty());
+  EXPECT_TRUE(
+      call(*other, "list_sessions", json::object())["structuredContent"]["sessions"].empty());
   EXPECT_TRUE(call(*other, "cleanup_session", {{"session_id", "mine"}})["isError"]);
   other->close();
   EXPECT_EQ(backend.live, 1);
@@ -151,8 +155,8 @@ TEST_F(McpServerTest, MissingImageAndVolumesAreRefused) {
   auto image = call(*endpoint, "run_code", {{"code", "x"}, {"image", "missing:latest"}});
   EXPECT_TRUE(image["isError"]);
   EXPECT_NE(image["content"][0]["text"].get<std::string>().find("never pulls"), std::string::npos);
-  auto volumes = call(*endpoint, "run_code",
-                      {{"code", "x"}, {"volumes", {{"/etc", {{"bind", "/mnt/etc"}}}}}});
+  auto volumes =
+      call(*endpoint, "run_code", {{"code", "x"}, {"volumes", {{"/etc", {{"bind", "/mnt/etc"}}}}}});
   EXPECT_TRUE(volumes["isError"]);
   EXPECT_EQ(backend.created, 0);
 }
@@ -171,16 +175,22 @@ TEST_F(McpServerTest, CancelledNotificationInterruptsCall) {
   initialize(*endpoint);
   auto pending = std::async(std::launch::async, [&] {
     jsonrpc::RequestContext ctx;
-    return endpoint->handle({{"jsonrpc", "2.0"}, {"id", "long"}, {"method", "tools/call"},
-                             {"params", {{"name", "run_code"}, {"arguments", {{"code", "wait-for-cancel"}}}}}},
-                            ctx);
+    return endpoint->handle(
+        {{"jsonrpc", "2.0"},
+         {"id", "long"},
+         {"method", "tools/call"},
+         {"params", {{"name", "run_code"}, {"arguments", {{"code", "wait-for-cancel"}}}}}},
+        ctx);
   });
   // Retry until the call is registered in flight, then cancel it.
-  for (int i = 0; i < 200 && pending.wait_for(std::chrono::milliseconds(10)) ==
-                                 std::future_status::timeout; ++i) {
+  for (int i = 0;
+       i < 200 && pending.wait_for(std::chrono::milliseconds(10)) == std::future_status::timeout;
+       ++i) {
     jsonrpc::RequestContext ctx;
-    endpoint->handle({{"jsonrpc", "2.0"}, {"method", "notifications/cancelled"},
-                      {"params", {{"requestId", "long"}, {"reason", "test"}}}}, ctx);
+    endpoint->handle({{"jsonrpc", "2.0"},
+                      {"method", "notifications/cancelled"},
+                      {"params", {{"requestId", "long"}, {"reason", "test"}}}},
+                     ctx);
   }
   auto reply = pending.get();
   ASSERT_TRUE(reply);

@@ -59,7 +59,8 @@ TEST_F(VolumePolicyTest, RefusesEverythingElse) {
        "outside the host directories"},  // symlink out of an allowed dir
       {{{(root / "data" / ".." / "secret").string(), {{"bind", "/mnt/s"}}}},
        "outside the host directories"},
-      {{{(root / "data" / "nope").string(), {{"bind", "/mnt/s"}}}}, "must be an absolute path that exists"},
+      {{{(root / "data" / "nope").string(), {{"bind", "/mnt/s"}}}},
+       "must be an absolute path that exists"},
       {{{"relative/dir", {{"bind", "/mnt/s"}}}}, "must be an absolute path that exists"},
       {{{(root / "data").string(), {{"bind", "/proc/x"}}}}, "is not allowed"},
       {{{(root / "data").string(), {{"bind", "/.sandbox"}}}}, "is not allowed"},
@@ -75,8 +76,9 @@ TEST_F(VolumePolicyTest, RefusesEverythingElse) {
 
 TEST_F(VolumePolicyTest, DisabledWhenOperatorAllowedNothing) {
   allowed.clear();
-  EXPECT_NE(errorOf({{(root / "data").string(), {{"bind", "/mnt/d"}}}}).find("volumes are disabled"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf({{(root / "data").string(), {{"bind", "/mnt/d"}}}}).find("volumes are disabled"),
+      std::string::npos);
   EXPECT_TRUE(server::resolveVolumes(json::object(), allowed, "/workspace").empty());
 }
 

@@ -1,7 +1,6 @@
 // Pure pieces of the Docker backend: create body, ownership rule, fate wording, hashing, base64.
 #include <gtest/gtest.h>
 
-#include "sandbox/base64.h"
 #include "sandbox/docker/container_config.h"
 #include "sandbox/docker/container_fate.h"
 #include "sandbox/docker/docker_backend.h"
@@ -150,21 +149,6 @@ TEST(ShortContentHash, IsTheSha256Prefix) {
   // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
   EXPECT_EQ(shortContentHash("abc"), "ba7816bf8f01cfea");
   EXPECT_EQ(shortContentHash(""), "e3b0c44298fc1c14");
-}
-
-TEST(Base64, RoundTripsAllLengthsAndBytes) {
-  EXPECT_EQ(base64Encode(""), "");
-  EXPECT_EQ(base64Encode("f"), "Zg==");
-  EXPECT_EQ(base64Encode("fo"), "Zm8=");
-  EXPECT_EQ(base64Encode("foo"), "Zm9v");
-  EXPECT_EQ(base64Encode("foobar"), "Zm9vYmFy");
-  std::string all;
-  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
-  for (std::size_t n = 0; n < all.size(); n += 37) {
-    EXPECT_EQ(base64Decode(base64Encode(all.substr(0, n))), all.substr(0, n));
-  }
-  EXPECT_THROW((void)base64Decode("abc"), std::invalid_argument);
-  EXPECT_THROW((void)base64Decode("ab!d"), std::invalid_argument);
 }
 
 }  // namespace

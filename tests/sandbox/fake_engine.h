@@ -11,9 +11,11 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace sandbox::testing {
+
+using common::UniqueFd;
 
 struct FakeRequest {
   std::string head;  // request line and headers

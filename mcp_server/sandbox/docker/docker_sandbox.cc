@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "sandbox/base64.h"
+#include "common/base64.h"
 #include "sandbox/docker/container_fate.h"
 #include "sandbox/log.h"
 
@@ -139,20 +139,20 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
 }
 
 std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
-  const auto reply = callAgent(
-      {{"op", "write_file"}, {"path", path}, {"data_b64", base64Encode(bytes)}, {"mode", mode}},
-      kFileOpDeadline);
+  const auto reply = callAgent({{"op", "write_file"},
+                                {"path", path},
+                                {"data_b64", common::base64Encode(bytes)},
+                                {"mode", mode}},
+                               kFileOpDeadline);
   return field<std::size_t>(reply, "bytes", bytes.size());
 }
 
 std::string DockerSandbox::readFile(const std::string& path, std::size_t max_bytes) {
   const auto reply =
       callAgent({{"op", "read_file"}, {"path", path}, {"max_bytes", max_bytes}}, kFileOpDeadline);
-  try {
-    return base64Decode(field<std::string>(reply, "data_b64", ""));
-  } catch (const std::invalid_argument& e) {
-    throw SandboxError(std::string("the agent sent invalid file data: ") + e.what());
-  }
+  auto data = common::base64Decode(field<std::string>(reply, "data_b64", ""));
+  if (!data) throw SandboxError("read_file: the agent sent invalid base64 for " + path);
+  return std::move(*data);
 }
 
 std::vector<FileEntry> DockerSandbox::listFiles(const std::string& path) {

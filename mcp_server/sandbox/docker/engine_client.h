@@ -13,10 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "sandbox/docker/engine_error.h"
-#include "sandbox/unique_fd.h"
 
 namespace sandbox::docker {
+
+using common::UniqueFd;
 
 enum class Method { kGet, kHead, kPost, kPut, kDelete };
 
