@@ -340,3 +340,10 @@ run_setup_steps() {
   install_node_deps
   print_change_summary
 }
+
+# Prints the path of the release sandbox-mcp (the top-level CMakeLists.txt puts executables in bin/).
+release_server_binary() {
+  local server="${SANDBOX_REPO_ROOT}/build/release/bin/sandbox-mcp"
+  [[ -x "${server}" ]] || die "no sandbox-mcp binary at ${server}: check the build output above"
+  printf '%s\n' "${server}"
+}

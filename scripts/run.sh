@@ -10,12 +10,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 main() {
   run_setup_steps release
-  # The top-level CMakeLists.txt puts executables in bin/; mcp_server/ is the per-folder default.
-  local build_dir="${SANDBOX_REPO_ROOT}/build/release" server="" candidate
-  for candidate in "${build_dir}/bin/sandbox-mcp" "${build_dir}/mcp_server/sandbox-mcp"; do
-    [[ -x "${candidate}" ]] && server="${candidate}" && break
-  done
-  [[ -n "${server}" ]] || die "no sandbox-mcp binary in ${build_dir}: check the build output above"
+  local server
+  server="$(release_server_binary)"
   if (($# == 0)); then
     set -- --http 127.0.0.1:8765
     printf 'sandbox-mcp: Streamable HTTP at http://127.0.0.1:8765/mcp (for stdio instead: %s --stdio)\n' \

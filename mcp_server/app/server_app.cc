@@ -98,15 +98,17 @@ bool checkReadiness(sandbox::Backend& backend) {
 // Blocks the termination signals in every thread; one thread waits for them and calls `stop`.
 class SignalWatcher {
  public:
+  static constexpr int kWakeSignal = SIGUSR1;  // ends the wait when the server stopped by itself
+
   SignalWatcher() {
     sigemptyset(&set_);
-    for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, signal);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP, kWakeSignal}) sigaddset(&set_, signal);
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
   }
   ~SignalWatcher() {
     if (thread_.joinable()) {
-      pthread_kill(thread_.native_handle(), SIGTERM);
+      pthread_kill(thread_.native_handle(), kWakeSignal);
       thread_.join();
     }
   }
@@ -116,7 +118,7 @@ class SignalWatcher {
   void onSignal(std::function<void()> stop) {
     thread_ = std::thread([this, stop = std::move(stop)] {
       int signal = 0;
-      if (sigwait(&set_, &signal) == 0 && !done_) {
+      if (sigwait(&set_, &signal) == 0 && signal != kWakeSignal && !done_) {
         spdlog::info("received signal {}; shutting down", signal);
         stop();
       }

@@ -46,8 +46,8 @@ struct SandboxConfig {
 struct ExecutionConfig {
   std::int64_t default_timeout_s = 30;
   std::int64_t max_timeout_s = 600;
-  std::int64_t max_output_bytes = 1024 * 1024;     // per stream, per execution
-  std::int64_t max_file_bytes = 32 * 1024 * 1024;  // upload_file / download_file
+  std::int64_t max_output_bytes = 1024LL * 1024;     // per stream, per execution
+  std::int64_t max_file_bytes = 32LL * 1024 * 1024;  // upload_file / download_file
 };
 
 struct SessionsConfig {
@@ -61,13 +61,13 @@ struct VolumesConfig {
 
 struct HttpConfig {
   std::string path = "/mcp";
-  std::int64_t max_body_bytes = 4 * 1024 * 1024;
+  std::int64_t max_body_bytes = 4LL * 1024 * 1024;
   std::vector<std::string> allowed_origins;  // empty: loopback origins only
   std::int64_t session_idle_timeout_s = 1800;
 };
 
 struct StdioConfig {
-  std::int64_t max_message_bytes = 16 * 1024 * 1024;  // one JSON-RPC line
+  std::int64_t max_message_bytes = 16LL * 1024 * 1024;  // one JSON-RPC line
 };
 
 struct ServerConfig {

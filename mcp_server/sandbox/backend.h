@@ -56,7 +56,7 @@ struct ExecRequest {
   ExecKind kind = ExecKind::kPython;
   std::string code;
   std::chrono::milliseconds timeout{30000};
-  std::size_t max_output_bytes = 1024 * 1024;  // per stream
+  std::size_t max_output_bytes = std::size_t{1024} * 1024;  // per stream
   bool stream = false;                         // deliver output events while running
 };
 

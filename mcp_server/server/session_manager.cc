@@ -95,7 +95,7 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
     if (it != sessions_.end()) {
       Pending pending = it->second;
       lock.unlock();
-      auto session = pending.get();  // rethrows the creator's error
+      const auto& session = pending.get();  // rethrows the creator's error
       if (options_given) {
         if (auto field = firstDifference(session->options(), options); !field.empty()) {
           throw SandboxError("session '" + session_id + "' was created with a different " + field +

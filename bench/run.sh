@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the release preset (via scripts/lib.sh's set-up steps), runs the latency benchmark
+# (bench/bench.mjs) against the Docker CLI baselines, writes bench/results/latest.{md,json} and
+# prints the table. Takes about a minute once the build is up to date. See bench/README.md.
+#   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+
+readonly BENCH_DIR="${SANDBOX_REPO_ROOT}/bench"
+readonly BENCH_TIMEOUT_S=900
+BENCH_PID_FILE=""
+SERVER_BIN=""
+
+# Containers a sandbox-mcp server with this pid created (the server labels them with its pid).
+containers_of_server() {
+  docker ps -aq --filter label=sandbox-mcp.managed=1 --filter "label=sandbox-mcp.pid=$1"
+}
+
+# Ids of containers left by this run: those of its servers (pids in BENCH_PID_FILE) and its own
+# `docker run` baselines.
+leftover_containers() {
+  local pid
+  while read -r pid; do
+    [[ -n "${pid}" ]] && containers_of_server "${pid}"
+  done <"${BENCH_PID_FILE}"
+  docker ps -aq --filter label=sandbox-mcp.bench=1
+}
+
+# Runs on every exit, including a crash or Ctrl-C of bench.mjs: stops any server it started that
+# is still alive (SIGTERM, by pid) and fails loudly if one of their containers remains.
+cleanup_after_bench() {
+  local status=$? pid
+  [[ -n "${BENCH_PID_FILE}" && -f "${BENCH_PID_FILE}" ]] || return "${status}"
+  while read -r pid; do
+    [[ -n "${pid}" ]] || continue
+    if kill -0 "${pid}" 2>/dev/null && [[ "$(readlink "/proc/${pid}/exe" || true)" == "${SERVER_BIN}" ]]; then
+      log_warn "server pid ${pid} still running after the benchmark: sending SIGTERM"
+      kill -TERM "${pid}"
+      local deadline=$((SECONDS + 30))
+      while kill -0 "${pid}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    fi
+  done <"${BENCH_PID_FILE}"
+  local leaked=()
+  mapfile -t leaked < <(leftover_containers)
+  if ((${#leaked[@]})); then
+    # A server that died without cleaning up (e.g. SIGKILL) leaves containers that the engine
+    # auto-removes once their agent sees stdin close; give that a moment before calling it a leak.
+    log_warn "${#leaked[@]} container(s) of this run still exist after its servers stopped: ${leaked[*]}"
+    local deadline=$((SECONDS + 15))
+    while ((${#leaked[@]})) && ((SECONDS < deadline)); do
+      sleep 0.5
+      mapfile -t leaked < <(leftover_containers)
+    done
+  fi
+  rm -f "${BENCH_PID_FILE}"
+  if ((${#leaked[@]})); then
+    printf '\nerror: LEAKED %d container(s) of this benchmark run: %s\n' "${#leaked[@]}" "${leaked[*]}" >&2
+    printf 'error: removing them now; this is a bug in the server or bench.mjs, please report it\n' >&2
+    docker rm -f "${leaked[@]}" >/dev/null 2>&1 || true
+    exit 1
+  fi
+  log_step "no container of this run remains (label sandbox-mcp.managed=1 with our server pids)"
+  local others
+  others="$(docker ps -aq --filter label=sandbox-mcp.managed=1 | wc -l)"
+  ((others == 0)) || log_info "${others} sandbox-mcp container(s) of other servers on this engine (not ours, left alone)"
+  return "${status}"
+}
+
+main() {
+  run_setup_steps release
+  SERVER_BIN="$(release_server_binary)"
+  node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+    die "bench.mjs needs Node >= 20 (found $(node --version))"
+
+  BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
+  trap cleanup_after_bench EXIT
+  log_step "benchmark (${SERVER_BIN}); the machine is shared, so expect noise"
+  SANDBOX_MCP_BIN="${SERVER_BIN}" BENCH_PID_FILE="${BENCH_PID_FILE}" \
+    timeout --signal=TERM "${BENCH_TIMEOUT_S}" node "${BENCH_DIR}/bench.mjs" ||
+    die "bench.mjs failed or timed out after ${BENCH_TIMEOUT_S} s (its output above says why)"
+}
+
+main "$@"
