@@ -117,3 +117,16 @@ test('binding beyond loopback without a token is refused at start-up', () => {
   assert.notEqual(res.status, 0);
   assert.match(res.stderr, /token/i);
 });
+
+test('a crashed server (SIGKILL) leaves no sandbox behind', async () => {
+  const doomed = await startHttpServer();
+  const { client } = await connectHttp(doomed.url);
+  const made = await call(client, 'run_code', { code: 'x = 1' });
+  const sid = made.structuredContent.session_id;
+  assert.equal((await containersOfSession(sid)).length, 1);
+  const exited = new Promise((resolve) => doomed.on('exit', resolve));
+  doomed.kill('SIGKILL');
+  await exited;
+  // The agent sees its stdin close, exits, and the engine removes the container (AutoRemove).
+  await waitFor(async () => (await containersOfSession(sid)).length === 0, 20000, 'orphan removal');
+});
