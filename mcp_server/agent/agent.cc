@@ -23,7 +23,7 @@ namespace {
 
 constexpr int kInputFd = 0;
 constexpr int kOutputFd = 1;
-constexpr std::size_t kReadChunkBytes = 256 * 1024;
+constexpr std::size_t kReadChunkBytes = std::size_t{256} * 1024;
 
 std::int64_t targetField(const nlohmann::json& request) {
   const auto it = request.find("target");

@@ -13,8 +13,6 @@
 #include <stdexcept>
 #include <system_error>
 
-extern char** environ;
-
 namespace agent {
 namespace {
 

@@ -16,8 +16,8 @@ enum class ExecKind { kPython, kShell };
 
 // Limits that keep every reply inside one frame (frame::kMaxPayloadBytes) even when the output is
 // all control characters, which JSON escapes as six bytes each.
-inline constexpr std::size_t kMaxOutputBytesLimit = 4 * 1024 * 1024;
-inline constexpr std::size_t kDefaultMaxOutputBytes = 1024 * 1024;
+inline constexpr std::size_t kMaxOutputBytesLimit = std::size_t{4} * 1024 * 1024;
+inline constexpr std::size_t kDefaultMaxOutputBytes = std::size_t{1024} * 1024;
 inline constexpr std::chrono::milliseconds kDefaultTimeout{30'000};
 inline constexpr std::chrono::milliseconds kMaxTimeout{24LL * 3600 * 1000};
 

@@ -10,8 +10,8 @@
 namespace agent {
 namespace {
 
-constexpr std::size_t kChunkBytes = 64 * 1024;
-constexpr std::size_t kMaxDrainBytes = 8 * 1024 * 1024;
+constexpr std::size_t kChunkBytes = std::size_t{64} * 1024;
+constexpr std::size_t kMaxDrainBytes = std::size_t{8} * 1024 * 1024;
 
 }  // namespace
 

@@ -18,7 +18,7 @@ namespace {
 
 constexpr int kCommandFd = 3;
 constexpr int kReplyFd = 4;
-constexpr std::size_t kMaxReplyLineBytes = 64 * 1024 * 1024;
+constexpr std::size_t kMaxReplyLineBytes = std::size_t{64} * 1024 * 1024;
 
 bool isExecutableFile(const std::string& path) {
   struct stat st {};

@@ -13,7 +13,7 @@ namespace frame {
 
 inline constexpr std::size_t kHeaderBytes = 4;
 // Large enough for a base64-encoded 48 MiB file; bigger payloads are refused, never truncated.
-inline constexpr std::size_t kMaxPayloadBytes = 64U * 1024U * 1024U;
+inline constexpr std::size_t kMaxPayloadBytes = std::size_t{64} * 1024 * 1024;
 
 class FrameError : public std::runtime_error {
  public:

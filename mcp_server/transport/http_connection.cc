@@ -34,7 +34,7 @@ constexpr std::uint32_t kHeaderLimitBytes = 16 * 1024;
 // After refusing a request whose body we did not read, keep reading (and discarding) briefly so
 // the client sees our response instead of a connection reset.
 constexpr std::chrono::seconds kDrainTimeout{2};
-constexpr std::size_t kMaxDrainBytes = 8 * 1024 * 1024;
+constexpr std::size_t kMaxDrainBytes = std::size_t{8} * 1024 * 1024;
 constexpr std::string_view kContinueLine = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr std::string_view kSessionHeader = "Mcp-Session-Id";
 

@@ -143,7 +143,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::uint64_t stream_id_ = 0;
   std::uint64_t next_event_ = 1;
   std::size_t drained_bytes_ = 0;
-  std::array<char, 16 * 1024> drain_buffer_{};
+  std::array<char, std::size_t{16} * 1024> drain_buffer_{};
 };
 
 }  // namespace transport

@@ -146,14 +146,15 @@ void HttpTransport::scheduleSweep() {
     if (!expired.empty()) {
       log().info("http transport: {} idle session(s) expired after {} ms", expired.size(),
                  timeout.count());
-      closeEndpointsAsync(std::move(expired));
+      closeEndpointsAsync(expired);
     }
     scheduleSweep();
   });
 }
 
-void HttpTransport::closeEndpointsAsync(std::vector<std::shared_ptr<jsonrpc::Endpoint>> endpoints) {
-  for (auto& endpoint : endpoints) {
+void HttpTransport::closeEndpointsAsync(
+    const std::vector<std::shared_ptr<jsonrpc::Endpoint>>& endpoints) {
+  for (const auto& endpoint : endpoints) {
     if (!context_->pool.submit([endpoint] { endpoint->close(); })) endpoint->close();
   }
 }

@@ -29,7 +29,7 @@ struct HttpTransportOptions {
   std::string token;
   // Origin allowlist; "scheme://host" allows any port, "scheme://host:port" only that one.
   std::vector<std::string> allowed_origins = defaultAllowedOrigins();
-  std::size_t max_body_bytes = 4 * 1024 * 1024;                    // config: http.max_body_bytes
+  std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;       // config: http.max_body_bytes
   std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // then endpoint->close()
   std::size_t io_threads = 1;                                      // socket I/O only; never blocks
   std::size_t worker_threads = 8;                                  // run Endpoint::handle/close
@@ -68,7 +68,7 @@ class HttpTransport {
 
   void startAccepting();
   void scheduleSweep();
-  void closeEndpointsAsync(std::vector<std::shared_ptr<jsonrpc::Endpoint>> endpoints);
+  void closeEndpointsAsync(const std::vector<std::shared_ptr<jsonrpc::Endpoint>>& endpoints);
 
   std::shared_ptr<HttpServerContext> context_;
   std::unique_ptr<IoState> io_;

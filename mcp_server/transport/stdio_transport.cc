@@ -19,7 +19,7 @@ namespace transport {
 namespace {
 
 constexpr int kInvalidRequest = -32600;
-constexpr std::size_t kReadChunkBytes = 64 * 1024;
+constexpr std::size_t kReadChunkBytes = std::size_t{64} * 1024;
 
 // Writes all of `data`, retrying short writes and EINTR. Returns false on any other error.
 bool writeAll(int fd, std::string_view data) noexcept {

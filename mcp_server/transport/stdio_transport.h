@@ -19,7 +19,7 @@ namespace transport {
 
 struct StdioTransportOptions {
   // Longest accepted line (one message or batch), bytes. Config: stdio.max_message_bytes.
-  std::size_t max_message_bytes = 16 * 1024 * 1024;
+  std::size_t max_message_bytes = std::size_t{16} * 1024 * 1024;
   // Threads running Endpoint::handle for requests. Notifications, responses and pings run on
   // the reader thread, so they never queue behind long tool calls.
   std::size_t worker_threads = 4;

@@ -5,7 +5,7 @@
 namespace sandbox::docker {
 namespace {
 
-constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kMiB = std::int64_t{1024} * 1024;
 
 bool isAbsolute(const std::string& path) { return !path.empty() && path.front() == '/'; }
 

@@ -170,7 +170,7 @@ bool DockerBackend::imageExists(const std::string& image) {
 }
 
 std::string DockerBackend::buildImage(const std::string& dockerfile) {
-  const std::string tag = "sandbox-mcp-build:" + shortContentHash(dockerfile);
+  std::string tag = "sandbox-mcp-build:" + shortContentHash(dockerfile);
   if (imageExists(tag)) return tag;  // same content, same image: built before
   UstarWriter context;
   context.addFile("Dockerfile", dockerfile);

@@ -28,7 +28,7 @@ struct EngineClientOptions {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds request_timeout{30000};  // default per call (write + full reply)
   std::size_t max_idle_connections = 4;
-  std::size_t max_reply_bytes = 64U * 1024U * 1024U;
+  std::size_t max_reply_bytes = std::size_t{64} * 1024 * 1024;
 };
 
 struct EngineResponse {
