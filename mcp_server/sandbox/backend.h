@@ -57,7 +57,7 @@ struct ExecRequest {
   std::string code;
   std::chrono::milliseconds timeout{30000};
   std::size_t max_output_bytes = std::size_t{1024} * 1024;  // per stream
-  bool stream = false;                         // deliver output events while running
+  bool stream = false;                                      // deliver output events while running
 };
 
 struct ExecResult {
