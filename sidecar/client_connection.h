@@ -1,0 +1,123 @@
+// One accepted connection on the sidecar's Unix socket: reads one request, hands it to a worker
+// (request_handler), and writes the answer the worker streams into it. One request per
+// connection (every answer carries Connection: close): a Unix-socket connect costs microseconds,
+// and it lets a read that only watches for EOF detect a client that leaves mid-stream.
+// Thread-safety: the Beast parts run on the connection's strand; the ResponseSink methods are
+// called from one worker thread and reach the strand only through net::post.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/basic_stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "sidecar/request_handler.h"
+#include "sidecar/response_sink.h"
+#include "sidecar/sidecar_config.h"
+#include "sidecar/worker_pool.h"
+
+namespace sidecar {
+
+class ClientConnection;
+
+// Shared by the server, its connections and the workers.
+struct ServerState {
+  ServerState(SidecarConfig sidecar_config, HandlerContext handler_context)
+      : config(std::move(sidecar_config)),
+        handler(std::move(handler_context)),
+        workers(config.max_concurrent_requests) {}
+
+  const SidecarConfig config;
+  const HandlerContext handler;
+  WorkerPool workers;  // one thread per allowed concurrent request: jobs never wait in line
+  std::atomic<std::size_t> active_requests{0};
+
+  std::mutex connections_mutex;  // live connections, so that stop() can close them
+  std::unordered_map<ClientConnection*, std::weak_ptr<ClientConnection>> connections;
+};
+
+class ClientConnection final : public ResponseSink,
+                               public std::enable_shared_from_this<ClientConnection> {
+ public:
+  using Protocol = boost::asio::local::stream_protocol;
+
+  ClientConnection(Protocol::socket socket, std::shared_ptr<ServerState> state);
+  ~ClientConnection() override;
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  void start();
+  void close();  // any thread: drop the client and cancel its upstream request
+
+  void sendComplete(unsigned status, HeaderList headers, std::string content_type,
+                    std::string body) override;
+  void sendHead(unsigned status, HeaderList headers, bool has_body) override;
+  [[nodiscard]] bool sendChunk(std::string data) override;
+  void endStream() override;
+  void abortStream() override;
+  [[nodiscard]] bool clientGone() const noexcept override;
+
+ private:
+  using Stream = boost::beast::basic_stream<Protocol>;
+  struct HeadState {
+    boost::beast::http::response<boost::beast::http::empty_body> header;
+    boost::beast::http::response_serializer<boost::beast::http::empty_body> serializer{header};
+  };
+  struct WriteItem {
+    enum class Kind { kComplete, kContinue, kHead, kChunk, kLastChunk, kAbort };
+    Kind kind = Kind::kComplete;
+    std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> complete;
+    std::shared_ptr<HeadState> head;
+    std::string data;
+    bool last = false;  // the response ends with this item
+  };
+
+  void doReadHeader();
+  void onReadHeader(boost::beast::error_code ec);
+  void doReadBody();
+  void onReadBody(boost::beast::error_code ec);
+  void refuseUnread(unsigned status, const std::string& reason);
+  void dispatchRequest();
+  [[nodiscard]] InboundRequest takeRequest();
+  void watchForClose();
+
+  void post(WriteItem item);
+  void doWrite();
+  void onWrite(boost::beast::error_code ec);
+  void linger();
+  void markGone() noexcept;
+  void closeSocket();
+
+  Stream stream_;
+  std::shared_ptr<ServerState> state_;
+  boost::asio::steady_timer linger_timer_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::chrono::system_clock::time_point received_at_;
+  std::chrono::steady_clock::time_point received_steady_;
+  std::deque<WriteItem> writes_;
+  bool writing_ = false;
+  bool closed_ = false;
+  std::array<char, 1024> watch_buffer_{};
+
+  std::atomic<bool> gone_{false};
+  std::mutex flow_mutex_;
+  std::condition_variable flow_changed_;
+  std::size_t queued_bytes_ = 0;  // chunk bytes posted but not yet written; flow_mutex_
+};
+
+}  // namespace sidecar

@@ -1,0 +1,101 @@
+#include "sidecar/dns_pinning.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace sidecar {
+namespace {
+
+struct AddrInfoDeleter {
+  void operator()(addrinfo* info) const noexcept { freeaddrinfo(info); }
+};
+
+std::optional<policy::IpAddress> toIpAddress(const sockaddr* address) {
+  policy::IpAddress result;
+  if (address->sa_family == AF_INET) {
+    sockaddr_in v4{};
+    std::memcpy(&v4, address, sizeof(v4));
+    std::memcpy(result.bytes.data(), &v4.sin_addr, 4);
+    return result;
+  }
+  if (address->sa_family == AF_INET6) {
+    sockaddr_in6 v6{};
+    std::memcpy(&v6, address, sizeof(v6));
+    result.v6 = true;
+    std::memcpy(result.bytes.data(), &v6.sin6_addr, 16);
+    return result;
+  }
+  return std::nullopt;
+}
+
+PinnedAddress lookupFailed(std::string reason) {
+  PinnedAddress result;
+  result.lookup_failed = true;
+  result.decision.verdict = policy::Verdict::kDeny;
+  result.decision.reason = std::move(reason);
+  return result;
+}
+
+}  // namespace
+
+std::string curlResolveEntry(const policy::Url& url, const policy::IpAddress& address) {
+  const std::string text = address.toString();
+  return url.host + ":" + std::to_string(url.port) + ":" + (address.v6 ? "[" + text + "]" : text);
+}
+
+PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
+                              const std::vector<policy::IpAddress>& addresses) {
+  PinnedAddress result;
+  result.decision.verdict = policy::Verdict::kDeny;
+  result.decision.rule_id = rule.id;
+  result.decision.reason = "host '" + url.host + "' resolved to no address";
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    auto decision = policy::decideAddress(rule, url, addresses[i]);
+    if (decision.allowed()) {
+      result.decision = std::move(decision);
+      result.address = addresses[i].toString();
+      if (url.host_kind == policy::HostKind::kDomain) {
+        result.curl_resolve = curlResolveEntry(url, addresses[i]);
+      }
+      return result;
+    }
+    if (i == 0) {  // report the first refusal: it is the address curl would have used
+      result.decision = std::move(decision);
+      result.address = addresses[i].toString();
+    }
+  }
+  return result;
+}
+
+PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url) {
+  if (url.host_kind != policy::HostKind::kDomain) {
+    auto literal = policy::parseIpAddress(url.host);
+    if (!literal) return lookupFailed("host '" + url.host + "' is not a valid IP literal");
+    return pinFirstAllowed(rule, url, {*literal});
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* raw = nullptr;
+  const int rc = getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &raw);
+  const std::unique_ptr<addrinfo, AddrInfoDeleter> list(raw);
+  if (rc != 0) {
+    return lookupFailed("cannot resolve host '" + url.host + "': " + gai_strerror(rc));
+  }
+  std::vector<policy::IpAddress> addresses;
+  for (const addrinfo* it = list.get(); it != nullptr; it = it->ai_next) {
+    auto address = toIpAddress(it->ai_addr);
+    if (address && std::find(addresses.begin(), addresses.end(), *address) == addresses.end()) {
+      addresses.push_back(*address);
+    }
+  }
+  if (addresses.empty()) return lookupFailed("host '" + url.host + "' resolved to no address");
+  return pinFirstAllowed(rule, url, addresses);
+}
+
+}  // namespace sidecar

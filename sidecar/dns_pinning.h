@@ -1,0 +1,32 @@
+// Resolves the upstream host once, checks every address against the rule (policy::decideAddress)
+// and pins the first allowed one for the connection, so that a second DNS answer (rebinding)
+// cannot send the request elsewhere. Thread-safety: reentrant; resolveAndPin blocks in
+// getaddrinfo, so call it on a worker thread, never on the io_context thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+
+namespace sidecar {
+
+struct PinnedAddress {
+  policy::Decision decision;   // allowed: `address` may be used
+  bool lookup_failed = false;  // the name did not resolve (a 502, not a policy denial)
+  std::string address;         // the address checked, as text (no brackets)
+  std::string curl_resolve;    // CURLOPT_RESOLVE entry "host:port:addr"; empty for IP literals
+};
+
+// Pure part: picks the first address the rule allows, in the resolver's order.
+[[nodiscard]] PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
+                                            const std::vector<policy::IpAddress>& addresses);
+
+// getaddrinfo + pinFirstAllowed. IP-literal hosts are not looked up.
+[[nodiscard]] PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url);
+
+// "host:port:addr" with an IPv6 address in brackets, as CURLOPT_RESOLVE expects.
+[[nodiscard]] std::string curlResolveEntry(const policy::Url& url,
+                                           const policy::IpAddress& address);
+
+}  // namespace sidecar

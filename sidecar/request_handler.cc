@@ -1,0 +1,125 @@
+#include "sidecar/request_handler.h"
+
+#include <nlohmann/json.hpp>
+
+#include "sidecar/dns_pinning.h"
+#include "sidecar/mcp_body_check.h"
+#include "sidecar/target_resolver.h"
+
+namespace sidecar {
+namespace {
+
+constexpr unsigned kForbidden = 403;
+constexpr unsigned kBadGateway = 502;
+constexpr unsigned kGatewayTimeout = 504;
+
+AuditRecord startRecord(const HandlerContext& context, const InboundRequest& request,
+                        const std::string& url) {
+  AuditRecord record;
+  record.time = request.received_at;
+  record.session = context.session_id;
+  record.method = request.method;
+  record.url = url.empty() ? request.target : url;
+  return record;
+}
+
+void finishRecord(const HandlerContext& context, AuditRecord& record,
+                  const InboundRequest& request) {
+  record.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - request.received_steady)
+                           .count();
+  context.audit->write(record);
+}
+
+void denyWithJsonRpc(const HandlerContext& context, const InboundRequest& request,
+                     ResponseSink& sink, const std::string& url, const McpBodyCheck& check) {
+  const std::string body =
+      check.error_response->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  sink.sendComplete(kForbidden, {}, "application/json", body);
+  auto record = startRecord(context, request, url);
+  record.decision = "deny";
+  record.reason = check.decision.reason;
+  record.rule = check.decision.rule_id;
+  record.status = kForbidden;
+  record.bytes = body.size();
+  finishRecord(context, record, request);
+}
+
+void forward(const HandlerContext& context, const InboundRequest& request, ResponseSink& sink,
+             const ResolvedTarget& target, const PinnedAddress& pin) {
+  ForwardRequest upstream{*target.url, pin.curl_resolve, request.method,
+                          filterRequestHeaders(request.headers), request.body};
+  const auto result = forwardUpstream(upstream, context.upstream, sink);
+  using Outcome = ForwardResult::Outcome;
+  if (!result.head_sent && result.outcome != Outcome::kCompleted &&
+      result.outcome != Outcome::kClientGone) {
+    const unsigned status = result.outcome == Outcome::kTimedOut ? kGatewayTimeout : kBadGateway;
+    answerLocally(context, request, sink, status, "error", result.error, target.rule->id,
+                  target.display_url);
+    return;
+  }
+  auto record = startRecord(context, request, target.display_url);
+  record.decision = "allow";
+  record.rule = target.rule->id;
+  record.reason = target.decision.reason + "; connected to " + pin.address;
+  if (result.outcome != Outcome::kCompleted) record.reason += "; " + result.error;
+  record.status = result.head_sent ? result.status : 0;
+  record.bytes = result.body_bytes;
+  finishRecord(context, record, request);
+}
+
+}  // namespace
+
+std::string errorBody(const std::string& reason, const std::string& rule_id) {
+  return nlohmann::json{{"error", reason}, {"rule", rule_id}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void answerLocally(const HandlerContext& context, const InboundRequest& request, ResponseSink& sink,
+                   unsigned status, const std::string& decision, const std::string& reason,
+                   const std::string& rule_id, const std::string& url) {
+  const std::string body = errorBody(reason, rule_id);
+  sink.sendComplete(status, {}, "application/json", body);
+  auto record = startRecord(context, request, url);
+  record.decision = decision;
+  record.reason = reason;
+  record.rule = rule_id;
+  record.status = status;
+  record.bytes = body.size();
+  finishRecord(context, record, request);
+}
+
+void handleRequest(const HandlerContext& context, const InboundRequest& request,
+                   ResponseSink& sink) {
+  if (request.method == "CONNECT") {
+    answerLocally(context, request, sink, kForbidden, "deny",
+                  "CONNECT tunnels are not supported: send plain HTTP requests with the target "
+                  "URL, the sidecar makes the TLS connection");
+    return;
+  }
+  const auto target =
+      resolveTarget(*context.policy, request.target, findHeader(request.headers, "Host"));
+  if (!target.decision.allowed()) {
+    answerLocally(context, request, sink, kForbidden, "deny", target.decision.reason,
+                  target.decision.rule_id, target.display_url);
+    return;
+  }
+  const auto pin = resolveAndPin(*target.rule, *target.url);
+  if (!pin.decision.allowed()) {
+    answerLocally(context, request, sink, pin.lookup_failed ? kBadGateway : kForbidden,
+                  pin.lookup_failed ? "error" : "deny", pin.decision.reason, target.rule->id,
+                  target.display_url);
+    return;
+  }
+  if (ruleRestrictsMcp(*target.rule)) {
+    const auto check =
+        checkMcpBody(*target.rule, request.body, findHeader(request.headers, "Content-Encoding"));
+    if (!check.decision.allowed()) {
+      denyWithJsonRpc(context, request, sink, target.display_url, check);
+      return;
+    }
+  }
+  forward(context, request, sink, target, pin);
+}
+
+}  // namespace sidecar

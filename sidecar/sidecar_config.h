@@ -1,0 +1,52 @@
+// Configuration of sandbox-sidecar (one struct, units in the field names) and its command line.
+// Thread-safety: plain data; parseCommandLine is pure and reentrant.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sidecar {
+
+struct SidecarConfig {
+  std::string listen_path;           // Unix socket to create (required)
+  std::string policy_file;           // JSON array accepted by policy::loadPolicy (required)
+  std::string audit_log_path = "-";  // one JSON line per request; "-" = stderr
+  std::string session_id;            // copied into every audit line
+
+  std::size_t max_header_bytes = std::size_t{16} * 1024;  // request and upstream response heads
+  std::size_t max_body_bytes = std::size_t{1024} * 1024;  // request bodies (413 past it)
+  // Upstream timeouts. There is no total deadline on purpose: MCP servers answer with SSE streams
+  // that may stay open for as long as a tool runs. Instead an upstream that sends nothing for
+  // upstream_idle_timeout_ms (before its headers or between two chunks) is cut off: 504 if the
+  // client has not seen the response head yet, otherwise the stream is closed unfinished.
+  std::int64_t upstream_connect_timeout_ms = 10'000;
+  std::int64_t upstream_idle_timeout_ms = 60'000;
+  // Client side: reading a request, and each write of the response (a client that stops reading
+  // for this long is dropped and its upstream request cancelled).
+  std::int64_t idle_timeout_ms = 30'000;
+  std::size_t max_concurrent_requests = 16;  // past it: 503
+  // Stop when stdin reaches end of file. The MCP server holds the other end of a pipe (process
+  // mode) or of the container's attach stream (container mode), so when the server dies, even by
+  // SIGKILL, its sidecars exit instead of lingering.
+  bool exit_on_stdin_eof = false;
+};
+
+struct CommandLineResult {
+  std::optional<SidecarConfig> config;  // set when the command line is valid
+  std::string error;                    // otherwise: what is wrong and how to fix it
+  bool help = false;                    // --help was given (config and error are empty)
+};
+
+// Parses `--listen PATH --policy FILE [--audit-log PATH] [--session ID] [--max-body-bytes N]
+// [--max-header-bytes N] [--upstream-connect-timeout-ms N] [--upstream-idle-timeout-ms N]
+// [--idle-timeout-ms N] [--max-concurrent-requests N] [--exit-on-stdin-eof]` (args excludes
+// argv[0]).
+[[nodiscard]] CommandLineResult parseCommandLine(const std::vector<std::string_view>& args);
+
+[[nodiscard]] std::string usageText();
+
+}  // namespace sidecar

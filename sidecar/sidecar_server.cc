@@ -1,0 +1,154 @@
+#include "sidecar/sidecar_server.h"
+
+#include <curl/curl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "sidecar/client_connection.h"
+#include "sidecar/sidecar_log.h"
+
+namespace sidecar {
+namespace net = boost::asio;
+using Protocol = net::local::stream_protocol;
+
+namespace {
+
+void initCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+// A socket file left by a sidecar that died is removed; a live one or a non-socket is not.
+void removeStaleSocket(const std::string& path, net::io_context& ioc) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0) return;  // nothing there
+  if (!S_ISSOCK(info.st_mode)) {
+    throw std::runtime_error("--listen " + path +
+                             " exists and is not a socket; remove it or choose another path");
+  }
+  Protocol::socket probe(ioc);
+  boost::system::error_code ec;
+  probe.connect(Protocol::endpoint(path), ec);
+  if (!ec) {
+    throw std::runtime_error("another process is listening on " + path +
+                             "; stop it or choose another --listen path");
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw std::runtime_error("cannot remove the stale socket " + path + ": " +
+                             std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+struct SidecarServer::Impl {
+  Impl(SidecarConfig config, HandlerContext handler)
+      : state(std::make_shared<ServerState>(std::move(config), std::move(handler))),
+        acceptor(ioc) {}
+
+  void doAccept() {
+    acceptor.async_accept(net::make_strand(ioc),
+                          [this](boost::system::error_code ec, Protocol::socket socket) {
+                            if (ec) {
+                              if (ec != net::error::operation_aborted) {
+                                log().warn("sidecar: accept failed: {}", ec.message());
+                              }
+                              if (!acceptor.is_open()) return;
+                            } else {
+                              std::make_shared<ClientConnection>(std::move(socket), state)->start();
+                            }
+                            doAccept();
+                          });
+  }
+
+  std::vector<std::shared_ptr<ClientConnection>> liveConnections() {
+    std::vector<std::shared_ptr<ClientConnection>> live;
+    const std::lock_guard lock(state->connections_mutex);
+    for (auto& [raw, weak] : state->connections) {
+      if (auto connection = weak.lock()) live.push_back(std::move(connection));
+    }
+    return live;
+  }
+
+  net::io_context ioc{1};
+  std::shared_ptr<ServerState> state;
+  Protocol::acceptor acceptor;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::thread io_thread;
+  bool started = false;
+  bool stopped = false;
+};
+
+SidecarServer::SidecarServer(SidecarConfig config, std::shared_ptr<const policy::Policy> policy,
+                             std::shared_ptr<AuditLog> audit) {
+  initCurlOnce();
+  HandlerContext handler;
+  handler.policy = std::move(policy);
+  handler.audit = std::move(audit);
+  handler.session_id = config.session_id;
+  handler.upstream.connect_timeout_ms = config.upstream_connect_timeout_ms;
+  handler.upstream.idle_timeout_ms = config.upstream_idle_timeout_ms;
+  handler.upstream.max_header_bytes = config.max_header_bytes;
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(handler));
+}
+
+SidecarServer::~SidecarServer() { stop(); }
+
+const std::string& SidecarServer::socketPath() const noexcept {
+  return impl_->state->config.listen_path;
+}
+
+void SidecarServer::start() {
+  if (impl_->started) throw std::logic_error("SidecarServer::start called twice");
+  const std::string& path = socketPath();
+  removeStaleSocket(path, impl_->ioc);
+  boost::system::error_code ec;
+  impl_->acceptor.open(Protocol(), ec);
+  if (!ec) impl_->acceptor.bind(Protocol::endpoint(path), ec);
+  if (!ec) impl_->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    throw std::runtime_error("cannot listen on " + path + ": " + ec.message() +
+                             "; check that the directory exists and is writable");
+  }
+  if (::chmod(path.c_str(), 0666) != 0) {
+    throw std::runtime_error("cannot chmod 0666 " + path + ": " + std::strerror(errno));
+  }
+  impl_->started = true;
+  impl_->work.emplace(impl_->ioc.get_executor());
+  impl_->doAccept();
+  impl_->io_thread = std::thread([this] { impl_->ioc.run(); });
+  log().info("sidecar: listening on {} ({} policy rules)", path,
+             impl_->state->handler.policy->rules.size());
+}
+
+void SidecarServer::stop() noexcept {
+  if (!impl_ || !impl_->started || impl_->stopped) return;
+  impl_->stopped = true;
+  net::post(impl_->ioc, [this] {
+    boost::system::error_code ignored;
+    impl_->acceptor.close(ignored);
+  });
+  for (auto& connection : impl_->liveConnections()) connection->close();
+  impl_->state->workers.shutdown();  // workers see clientGone and cancel their transfers
+  for (auto& connection : impl_->liveConnections()) connection->close();
+  impl_->work.reset();
+  impl_->ioc.stop();
+  if (impl_->io_thread.joinable()) impl_->io_thread.join();
+  ::unlink(socketPath().c_str());
+  log().info("sidecar: stopped, removed {}", socketPath());
+}
+
+}  // namespace sidecar
