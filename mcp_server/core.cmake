@@ -1,6 +1,8 @@
 # mcp_core: configuration, the MCP protocol layer, sessions and the built-in tools.
 add_library(mcp_core STATIC
   config/config.cc
+  server/audit_tally.cc
+  server/mcp_gateway.cc
   server/mcp_server.cc
   server/session.cc
   server/session_manager.cc
@@ -20,16 +22,30 @@ add_library(mcp_core STATIC
   tools/upload_file.cc)
 target_include_directories(mcp_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(mcp_core
-  PUBLIC mcp_jsonrpc mcp_common nlohmann_json::nlohmann_json spdlog::spdlog
+  PUBLIC mcp_jsonrpc mcp_common mcp_sandbox policy nlohmann_json::nlohmann_json spdlog::spdlog
          Threads::Threads
   PRIVATE project_warnings project_sanitizers)
 
 # mcp_app: command line and wiring of the concrete backend and transports.
-add_library(mcp_app STATIC app/cli_options.cc app/server_app.cc)
+# sandbox_mcp.py (the in-sandbox MCP client) is embedded; the server writes it to its run-time
+# directory and mounts it into every sandbox.
+set(APP_GENERATED_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
+add_custom_command(
+  OUTPUT ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h
+  COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
+          -DOUTPUT=${APP_GENERATED_DIR}/app/sandbox_mcp_source.h -DSYMBOL=kSandboxMcpPython
+          -DNAMESPACE=app -P ${CMAKE_CURRENT_SOURCE_DIR}/agent/embed_text.cmake
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/agent/embed_text.cmake
+  COMMENT "Embedding sandbox_mcp.py into sandbox-mcp"
+  VERBATIM)
+add_library(mcp_app STATIC app/cli_options.cc app/server_app.cc
+            ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h)
+target_include_directories(mcp_app PRIVATE ${APP_GENERATED_DIR})
 target_link_libraries(mcp_app PUBLIC mcp_core mcp_sandbox mcp_transport
                       PRIVATE project_warnings project_sanitizers)
 
 add_executable(sandbox-mcp main.cc)
 target_link_libraries(sandbox-mcp PRIVATE mcp_app project_warnings project_sanitizers)
-# sandbox-mcp finds the agent next to itself; building the server builds the agent.
-add_dependencies(sandbox-mcp sandbox-agent)
+# sandbox-mcp finds the agent and the sidecar next to itself; building the server builds both.
+add_dependencies(sandbox-mcp sandbox-agent sandbox-sidecar)

@@ -52,6 +52,8 @@ readonly SANDBOX_APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config libboost1.81-dev nlohmann-json3-dev
   libspdlog-dev libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev
   clang-format clang-tidy
+  # libFuzzer for the policy URL parser's fuzz target (tests/policy): clang plus its runtime
+  clang libclang-rt-14-dev
   # container engine, gVisor, and the offline image builder (docker/build-images.sh)
   docker.io runsc debootstrap
   # script helpers, e2e/bench tooling
@@ -304,6 +306,23 @@ build_project() {
   rm -f "${output}"
 }
 
+# --- build_sidecar_image ---------------------------------------------------------------------
+# The runc image MCP sidecars run in: the libraries of this preset's sandbox-sidecar (sanitizer
+# runtimes included), rebuilt only when they change.
+build_sidecar_image() {
+  local preset="$1" binary
+  binary="$(preset_binary_dir "${preset}")/bin/sandbox-sidecar"
+  log_step "build_sidecar_image (${binary#"${SANDBOX_REPO_ROOT}"/})"
+  [[ -x "${binary}" ]] || die "no sandbox-sidecar at ${binary}: the build above should have made it"
+  local status=0
+  bash "${SANDBOX_REPO_ROOT}/docker/build-sidecar-image.sh" "${binary}" || status=$?
+  case "${status}" in
+    0) note_change "built image sandbox-mcp/sidecar:latest" ;;
+    3) ;; # up to date
+    *) die "building the sidecar image failed (output above)" ;;
+  esac
+}
+
 # --- install_node_deps -----------------------------------------------------------------------
 install_node_deps() {
   local dir="${SANDBOX_REPO_ROOT}/tests/e2e"
@@ -337,6 +356,7 @@ run_setup_steps() {
   start_dockerd
   build_images
   build_project "${preset}"
+  build_sidecar_image "${preset}"
   install_node_deps
   print_change_summary
 }

@@ -69,6 +69,24 @@ check_container_leaks() {
   return 1
 }
 
+# Server run-time directories (MCP sidecar sockets, policies, audit logs); see mcp.runtime_dir.
+readonly RUNTIME_ROOT="/run/sandbox-mcp"
+runtime_dirs() { find "${RUNTIME_ROOT}" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort; }
+
+# Fails when a server of this run left its run-time directory behind.
+check_runtime_dir_leaks() {
+  local before_file="$1" leaked=()
+  log_step "check for leaked run-time directories (${RUNTIME_ROOT})"
+  mapfile -t leaked < <(runtime_dirs | comm -13 "${before_file}" -)
+  if ((${#leaked[@]} == 0)); then
+    log_info "none"
+    return 0
+  fi
+  printf 'error: the tests left %d server run-time director(ies) behind:\n' "${#leaked[@]}" >&2
+  printf '    %s\n' "${leaked[@]}" >&2
+  return 1
+}
+
 main() {
   run_setup_steps "${PRESET}"
 
@@ -76,6 +94,8 @@ main() {
   trap 'rm -rf "${RESULTS_DIR}"' EXIT
   local before="${RESULTS_DIR}/containers-before.txt"
   managed_containers >"${before}"
+  local dirs_before="${RESULTS_DIR}/runtime-dirs-before.txt"
+  runtime_dirs >"${dirs_before}"
   [[ -s "${before}" ]] &&
     log_warn "$(wc -l <"${before}") ${MANAGED_LABEL} container(s) existed before the tests; they are ignored"
 
@@ -87,6 +107,7 @@ main() {
 
   local leak_status=0
   check_container_leaks "${before}" || leak_status=1
+  check_runtime_dir_leaks "${dirs_before}" || leak_status=1
 
   local passed failed skipped
   read -r passed failed skipped < <(count_results)

@@ -17,8 +17,12 @@
 #include <memory>
 #include <thread>
 
+#include "app/sandbox_mcp_source.h"
 #include "config/config.h"
 #include "sandbox/docker/docker_backend.h"
+#include "sandbox/docker/docker_sidecar.h"
+#include "sandbox/process_sidecar.h"
+#include "sandbox/runtime_dir.h"
 #include "server/mcp_server.h"
 #include "server/session_manager.h"
 #include "tools/builtin_tools.h"
@@ -47,11 +51,39 @@ config::ServerConfig loadConfig(const CliOptions& options) {
   return cfg;
 }
 
-std::string agentPath(const config::ServerConfig& cfg) {
-  if (!cfg.sandbox.agent_path.empty()) return cfg.sandbox.agent_path;
+// A helper binary: the configured path, else the file of that name next to sandbox-mcp.
+std::string siblingBinary(const std::string& configured, const char* name) {
+  if (!configured.empty()) return configured;
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "sandbox-agent" : (self.parent_path() / "sandbox-agent").string();
+  return ec ? name : (self.parent_path() / name).string();
+}
+
+std::string agentPath(const config::ServerConfig& cfg) {
+  return siblingBinary(cfg.sandbox.agent_path, "sandbox-agent");
+}
+
+std::unique_ptr<sandbox::SidecarLauncher> makeSidecarLauncher(
+    const config::ServerConfig& cfg, const sandbox::docker::DockerBackend& backend) {
+  const auto& sidecar = cfg.mcp.sidecar;
+  const std::string binary = siblingBinary(sidecar.binary_path, "sandbox-sidecar");
+  if (sidecar.mode == "process") {
+    spdlog::warn(
+        "mcp.sidecar.mode is process: MCP relays run as child processes of the server, not in "
+        "their own containers");
+    return std::make_unique<sandbox::ProcessSidecarLauncher>(binary, sidecar.start_timeout_ms);
+  }
+  sandbox::docker::DockerSidecarOptions options;
+  options.image = sidecar.image;
+  options.network = sidecar.network;
+  options.user = sidecar.user;
+  options.binary_path = binary;
+  options.memory_mib = sidecar.memory_mib;
+  options.pids_limit = sidecar.pids_limit;
+  options.start_timeout_ms = sidecar.start_timeout_ms;
+  options.labels = backend.containerLabels();
+  return std::make_unique<sandbox::docker::DockerSidecarLauncher>(backend.sharedEngine(),
+                                                                  std::move(options));
 }
 
 sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig& cfg) {
@@ -144,9 +176,21 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   if (const int removed = backend.removeOrphans(); removed > 0) {
     spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
   }
+  const std::string runtime_root =
+      cfg.mcp.runtime_dir.empty() ? sandbox::defaultRuntimeRoot() : cfg.mcp.runtime_dir;
+  sandbox::RuntimeDir::removeStale(runtime_root, backend.instanceId(),
+                                   sandbox::docker::ProcessIdentity::current());
+  sandbox::RuntimeDir runtime_dir(runtime_root, backend.instanceId(), backend.containerLabels());
+  const auto sidecars = makeSidecarLauncher(cfg, backend);
+  server::SessionServices services;
+  services.sidecars = sidecars.get();
+  services.runtime_dir = &runtime_dir;
+  services.python_helper_dir =
+      runtime_dir.writePythonModule("sandbox_mcp.py", std::string(app::kSandboxMcpPython));
+
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
-  server::SessionManager sessions(cfg, backend);
+  server::SessionManager sessions(cfg, backend, services);
   spdlog::info("sandboxes use runtime {} and image {}", sessions.resolveRuntime(),
                cfg.sandbox.image);
   auto mcp = std::make_shared<server::McpServer>(cfg, sessions, registry);

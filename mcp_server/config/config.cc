@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "policy/policy.h"
+
 namespace config {
 namespace {
 
@@ -181,6 +183,60 @@ void readStdio(ObjectReader& parent, StdioConfig& out) {
   requireAtLeast(out.max_message_bytes, 1024, "stdio.max_message_bytes");
 }
 
+void readSidecar(ObjectReader& parent, SidecarConfig& out) {
+  const json* node = parent.child("sidecar");
+  if (!node) return;
+  ObjectReader r(*node, "mcp.sidecar");
+  r.read("mode", out.mode);
+  r.read("image", out.image);
+  r.read("network", out.network);
+  r.read("user", out.user);
+  r.read("binary_path", out.binary_path);
+  r.read("memory_mib", out.memory_mib);
+  r.read("pids_limit", out.pids_limit);
+  r.read("start_timeout_ms", out.start_timeout_ms);
+  r.read("upstream_connect_timeout_ms", out.upstream_connect_timeout_ms);
+  r.read("upstream_idle_timeout_ms", out.upstream_idle_timeout_ms);
+  r.read("max_concurrent_requests", out.max_concurrent_requests);
+  r.read("max_body_bytes", out.max_body_bytes);
+  r.rejectUnknown();
+  if (out.mode != "container" && out.mode != "process") {
+    ObjectReader::fail("mcp.sidecar.mode", "must be \"container\" or \"process\"");
+  }
+  if (out.image.empty()) ObjectReader::fail("mcp.sidecar.image", "must not be empty");
+  if (out.network.empty() || out.network == "none") {
+    ObjectReader::fail("mcp.sidecar.network",
+                       "must name a network the relay can reach its upstreams on (default host)");
+  }
+  requireAtLeast(out.memory_mib, 16, "mcp.sidecar.memory_mib");
+  requireAtLeast(out.pids_limit, 16, "mcp.sidecar.pids_limit");
+  requireAtLeast(out.start_timeout_ms, 100, "mcp.sidecar.start_timeout_ms");
+  requireAtLeast(out.upstream_connect_timeout_ms, 1, "mcp.sidecar.upstream_connect_timeout_ms");
+  requireAtLeast(out.upstream_idle_timeout_ms, 1, "mcp.sidecar.upstream_idle_timeout_ms");
+  requireAtLeast(out.max_concurrent_requests, 1, "mcp.sidecar.max_concurrent_requests");
+  requireAtLeast(out.max_body_bytes, 1024, "mcp.sidecar.max_body_bytes");
+}
+
+void readMcp(ObjectReader& parent, McpConfig& out) {
+  const json* node = parent.child("mcp");
+  if (!node) return;
+  ObjectReader r(*node, "mcp");
+  if (const json* allowlist = r.child("allowlist")) {
+    try {
+      (void)policy::loadPolicy(*allowlist);
+    } catch (const policy::PolicyError& e) {
+      ObjectReader::fail("mcp.allowlist", std::string("is not a valid allowlist: ") + e.what());
+    }
+    out.allowlist = *allowlist;
+  }
+  r.read("runtime_dir", out.runtime_dir);
+  readSidecar(r, out.sidecar);
+  r.rejectUnknown();
+  if (!out.runtime_dir.empty() && out.runtime_dir.front() != '/') {
+    ObjectReader::fail("mcp.runtime_dir", "must be an absolute path");
+  }
+}
+
 }  // namespace
 
 ServerConfig fromJson(const json& document) {
@@ -193,6 +249,7 @@ ServerConfig fromJson(const json& document) {
   readVolumes(root, config.volumes);
   readHttp(root, config.http);
   readStdio(root, config.stdio);
+  readMcp(root, config.mcp);
   root.read("log_level", config.log_level);
   root.rejectUnknown();
   static const std::set<std::string> kLevels{"trace", "debug", "info", "warn", "error", "off"};
@@ -255,6 +312,22 @@ json toJson(const ServerConfig& c) {
         {"allowed_origins", c.http.allowed_origins},
         {"session_idle_timeout_s", c.http.session_idle_timeout_s}}},
       {"stdio", {{"max_message_bytes", c.stdio.max_message_bytes}}},
+      {"mcp",
+       {{"allowlist", c.mcp.allowlist},
+        {"runtime_dir", c.mcp.runtime_dir},
+        {"sidecar",
+         {{"mode", c.mcp.sidecar.mode},
+          {"image", c.mcp.sidecar.image},
+          {"network", c.mcp.sidecar.network},
+          {"user", c.mcp.sidecar.user},
+          {"binary_path", c.mcp.sidecar.binary_path},
+          {"memory_mib", c.mcp.sidecar.memory_mib},
+          {"pids_limit", c.mcp.sidecar.pids_limit},
+          {"start_timeout_ms", c.mcp.sidecar.start_timeout_ms},
+          {"upstream_connect_timeout_ms", c.mcp.sidecar.upstream_connect_timeout_ms},
+          {"upstream_idle_timeout_ms", c.mcp.sidecar.upstream_idle_timeout_ms},
+          {"max_concurrent_requests", c.mcp.sidecar.max_concurrent_requests},
+          {"max_body_bytes", c.mcp.sidecar.max_body_bytes}}}}},
       {"log_level", c.log_level}};
 }
 

@@ -70,6 +70,37 @@ struct StdioConfig {
   std::int64_t max_message_bytes = 16LL * 1024 * 1024;  // one JSON-RPC line
 };
 
+// How each session's MCP sidecar runs (sidecar/README.md).
+struct SidecarConfig {
+  // "container": a runc container per session, separate from the server's process (default);
+  // "process": a child process of the server (no image needed; shares the server's namespaces).
+  std::string mode = "container";
+  std::string image = "sandbox-mcp/sidecar:latest";  // container mode; see docker/Dockerfile.sidecar
+  // Container mode: the Docker network the relay joins. "host" reaches what the server's host
+  // reaches, loopback upstreams included; a named network confines it further.
+  std::string network = "host";
+  std::string user = "65534:65534";  // container mode; the session directory is made writable
+  std::string binary_path;           // sandbox-sidecar; empty = next to the sandbox-mcp binary
+  std::int64_t memory_mib = 64;      // container mode
+  std::int64_t pids_limit = 64;      // container mode
+  std::int64_t start_timeout_ms = 10000;
+  std::int64_t upstream_connect_timeout_ms = 10000;
+  std::int64_t upstream_idle_timeout_ms = 60000;  // no byte from the upstream this long: 504
+  std::int64_t max_concurrent_requests = 16;
+  std::int64_t max_body_bytes = 1024LL * 1024;
+};
+
+struct McpConfig {
+  // Operator allowlist, in the sidecar's policy format (policy/README.md): URLs or
+  // {"url", "methods", "tools", "id"} objects. Non-empty: a call's mcp_allowlist may only narrow
+  // it. Empty: a call's list is taken as given (special address ranges still need consent).
+  nlohmann::json allowlist = nlohmann::json::array();
+  // Per-session directories (sidecar socket, policy, audit log). Empty: /run/sandbox-mcp as root,
+  // else $XDG_RUNTIME_DIR/sandbox-mcp, else /tmp/sandbox-mcp-<uid>.
+  std::string runtime_dir;
+  SidecarConfig sidecar;
+};
+
 struct ServerConfig {
   DockerConfig docker;
   SandboxConfig sandbox;
@@ -78,6 +109,7 @@ struct ServerConfig {
   VolumesConfig volumes;
   HttpConfig http;
   StdioConfig stdio;
+  McpConfig mcp;
   std::string log_level = "info";
 };
 

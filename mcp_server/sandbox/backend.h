@@ -48,6 +48,9 @@ struct SandboxSpec {
   std::string workdir = "/workspace";  // a writable tmpfs
   bool read_only_root = true;
   std::map<std::string, std::string> labels;  // merged with the backend's ownership labels
+  // Host directory of Python modules the server provides (sandbox_mcp), mounted read-only at
+  // /.sandbox/python and put first on PYTHONPATH; empty: none.
+  std::string python_helper_dir;
 };
 
 enum class ExecKind { kPython, kShell };

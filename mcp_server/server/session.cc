@@ -10,14 +10,20 @@ double nowUnix() {
 }  // namespace
 
 Session::Session(std::string id, std::string owner, SessionOptions options,
-                 std::unique_ptr<sandbox::Sandbox> sandbox)
+                 std::unique_ptr<sandbox::Sandbox> sandbox, std::unique_ptr<McpGateway> gateway)
     : id_(std::move(id)),
       owner_(std::move(owner)),
       options_(std::move(options)),
+      gateway_(std::move(gateway)),
       sandbox_(std::move(sandbox)),
       created_at_unix_(nowUnix()),
       created_(Clock::now()),
       last_used_ns_(created_.time_since_epoch().count()) {}
+
+Session::~Session() {
+  sandbox_.reset();  // the sandbox goes first, then the relay it was using
+  gateway_.reset();
+}
 
 double Session::uptimeSeconds() const noexcept {
   return std::chrono::duration<double>(Clock::now() - created_).count();

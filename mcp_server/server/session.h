@@ -10,7 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "policy/policy.h"
 #include "sandbox/backend.h"
+#include "server/mcp_gateway.h"
 
 namespace server {
 
@@ -20,7 +24,10 @@ struct SessionOptions {
   std::string dockerfile;  // non-empty: build (cached by content hash) and use that image
   std::map<std::string, std::string> environment;
   std::vector<sandbox::VolumeMount> volumes;
-  std::vector<std::string> mcp_allowlist;
+  nlohmann::json mcp_allowlist = nlohmann::json::array();  // as the call gave it
+  // What the session's relay enforces: mcp_allowlist narrowed by the operator's list. Null or
+  // without rules: the session gets no relay and no /run/mcp.
+  std::shared_ptr<const policy::Policy> mcp_policy;
 };
 
 class Session {
@@ -28,12 +35,18 @@ class Session {
   using Clock = std::chrono::steady_clock;
 
   Session(std::string id, std::string owner, SessionOptions options,
-          std::unique_ptr<sandbox::Sandbox> sandbox);
+          std::unique_ptr<sandbox::Sandbox> sandbox,
+          std::unique_ptr<McpGateway> gateway = nullptr);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   [[nodiscard]] const std::string& id() const noexcept { return id_; }
   [[nodiscard]] const std::string& owner() const noexcept { return owner_; }
   [[nodiscard]] const SessionOptions& options() const noexcept { return options_; }
   [[nodiscard]] sandbox::Sandbox& sandbox() noexcept { return *sandbox_; }
+  // The session's MCP relay; nullptr when it was created without an mcp_allowlist.
+  [[nodiscard]] McpGateway* mcpGateway() noexcept { return gateway_.get(); }
   [[nodiscard]] double createdAtUnix() const noexcept { return created_at_unix_; }
   [[nodiscard]] double uptimeSeconds() const noexcept;
   [[nodiscard]] double idleSeconds() const noexcept;
@@ -50,6 +63,7 @@ class Session {
   const std::string id_;
   const std::string owner_;
   const SessionOptions options_;
+  std::unique_ptr<McpGateway> gateway_;  // declared first: outlives the sandbox that uses it
   std::unique_ptr<sandbox::Sandbox> sandbox_;
   const double created_at_unix_;
   const Clock::time_point created_;

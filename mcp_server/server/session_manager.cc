@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "common/random_id.h"
@@ -66,8 +68,12 @@ void destroyConcurrently(std::vector<std::shared_future<std::shared_ptr<Session>
 
 }  // namespace
 
-SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Backend& backend)
-    : config_(config), backend_(backend), reaper_([this] { reapLoop(); }) {}
+SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Backend& backend,
+                               SessionServices services)
+    : config_(config),
+      backend_(backend),
+      services_(std::move(services)),
+      reaper_([this] { reapLoop(); }) {}
 
 SessionManager::~SessionManager() { shutdown(); }
 
@@ -177,6 +183,30 @@ std::string SessionManager::resolveImage(const SessionOptions& options) {
   return options.image;
 }
 
+std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
+                                                        const SessionOptions& options) {
+  if (!options.mcp_policy || options.mcp_policy->rules.empty()) return nullptr;
+  if (services_.sidecars == nullptr || services_.runtime_dir == nullptr) {
+    throw SandboxError(
+        "mcp_allowlist is not available on this server (it runs without an MCP sidecar); "
+        "omit mcp_allowlist");
+  }
+  const auto& sidecar = config_.mcp.sidecar;
+  std::vector<std::string> limit_flags = {
+      "--upstream-connect-timeout-ms", std::to_string(sidecar.upstream_connect_timeout_ms),
+      "--upstream-idle-timeout-ms",    std::to_string(sidecar.upstream_idle_timeout_ms),
+      "--max-concurrent-requests",     std::to_string(sidecar.max_concurrent_requests),
+      "--max-body-bytes",              std::to_string(sidecar.max_body_bytes)};
+  // The relay writes its socket and audit log there: in a container it runs as sidecar.user,
+  // as a child process it runs as the server.
+  const std::string owner = services_.sidecars->mode() == "container"
+                                ? sidecar.user
+                                : std::to_string(::geteuid()) + ":" + std::to_string(::getegid());
+  return std::make_unique<McpGateway>(*services_.sidecars,
+                                      services_.runtime_dir->createSessionDir(owner), id,
+                                      options.mcp_policy, std::move(limit_flags));
+}
+
 std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
                                                        const std::string& id,
                                                        const SessionOptions& options) {
@@ -194,6 +224,12 @@ std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
   spec.workdir = config_.sandbox.workdir;
   spec.read_only_root = config_.sandbox.read_only_root;
   spec.labels["sandbox-mcp.session"] = id;
+  spec.python_helper_dir = services_.python_helper_dir;
+  auto gateway = openGateway(id, options);
+  if (gateway) {
+    spec.volumes.push_back({gateway->socketDir(), kMcpSocketMount, /*read_only=*/true});
+    spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+  }
   for (const auto& volume : spec.volumes) {
     log()->info("session {}: mounting host {} at {} ({})", id, volume.host_path,
                 volume.container_path, volume.read_only ? "ro" : "rw");
@@ -201,7 +237,7 @@ std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
   auto sandbox = backend_.create(spec);
   log()->info("session {} created: container {} image {} runtime {}", id, sandbox->id(), spec.image,
               spec.runtime);
-  return std::make_shared<Session>(id, owner, options, std::move(sandbox));
+  return std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));
 }
 
 std::shared_ptr<Session> SessionManager::find(const std::string& owner, const std::string& id) {

@@ -16,13 +16,24 @@
 
 #include "config/config.h"
 #include "sandbox/backend.h"
+#include "sandbox/runtime_dir.h"
+#include "sandbox/sidecar.h"
 #include "server/session.h"
 
 namespace server {
 
+// What sessions with an mcp_allowlist need besides the backend. Without a launcher, such
+// sessions are refused with an explanation; without python_helper_dir, no helper is mounted.
+struct SessionServices {
+  sandbox::SidecarLauncher* sidecars = nullptr;
+  sandbox::RuntimeDir* runtime_dir = nullptr;
+  std::string python_helper_dir;  // host directory holding sandbox_mcp.py
+};
+
 class SessionManager {
  public:
-  SessionManager(const config::ServerConfig& config, sandbox::Backend& backend);
+  SessionManager(const config::ServerConfig& config, sandbox::Backend& backend,
+                 SessionServices services = {});
   ~SessionManager();
   SessionManager(const SessionManager&) = delete;
   SessionManager& operator=(const SessionManager&) = delete;
@@ -65,11 +76,14 @@ class SessionManager {
   std::shared_ptr<Session> createSession(const std::string& owner, const std::string& id,
                                          const SessionOptions& options);
   [[nodiscard]] std::string resolveImage(const SessionOptions& options);
+  [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,
+                                                        const SessionOptions& options);
   void reapLoop();
   std::vector<std::shared_ptr<Session>> takeIdle();
 
   const config::ServerConfig& config_;
   sandbox::Backend& backend_;
+  SessionServices services_;
 
   std::mutex mutex_;
   std::condition_variable wake_reaper_;

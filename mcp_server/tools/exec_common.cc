@@ -92,7 +92,11 @@ json execOutputSchema() {
                 {"stderr_bytes", {{"type", "integer"}}},
                 {"state_lost",
                  {{"type", "boolean"},
-                  {"description", "the interpreter was restarted; variables are gone"}}}}},
+                  {"description", "the interpreter was restarted; variables are gone"}}},
+                {"warnings",
+                 {{"type", "array"},
+                  {"items", {{"type", "string"}}},
+                  {"description", "things the session recovered from, e.g. a restarted MCP sidecar"}}}}},
               {"required",
                {"status", "stdout", "stderr", "exit_code", "result", "execution_id", "session_id",
                 "duration_ms", "truncated"}}};
@@ -104,6 +108,14 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   const std::string requested_id = arguments.value("session_id", "");
   auto acquired = ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given);
   server::SessionUse session(acquired.session);
+  std::vector<std::string> warnings;
+  if (auto* gateway = session->mcpGateway()) {
+    try {
+      if (auto notice = gateway->ensureRunning()) warnings.push_back(*notice);
+    } catch (const sandbox::SandboxError& e) {
+      warnings.emplace_back(e.what());  // the code still runs; only MCP calls will fail
+    }
+  }
 
   sandbox::ExecRequest request;
   request.kind = kind;
@@ -130,6 +142,10 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   out.structured =
       toStructured(result, "exec-" + common::randomHex(8), session->id(), acquired.created);
   out.text = renderText(out.structured);
+  if (!warnings.empty()) {
+    out.structured["warnings"] = warnings;
+    for (const auto& warning : warnings) out.text = "warning: " + warning + "\n" + out.text;
+  }
   return out;
 }
 

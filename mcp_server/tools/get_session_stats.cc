@@ -8,7 +8,8 @@ Tool makeGetSessionStatsTool() {
       "get_session_stats",
       "Session statistics",
       "Statistics of a session: executions so far, creation time, uptime, container status, "
-      "image and runtime.",
+      "image and runtime; for sessions with an mcp_allowlist, the enforced allowlist and the "
+      "MCP sidecar's counters (requests allowed, denied, failed upstream).",
       {{"type", "object"},
        {"properties", {{"session_id", {{"type", "string"}}}}},
        {"required", {"session_id"}},
@@ -24,7 +25,12 @@ Tool makeGetSessionStatsTool() {
          {"container_id", {{"type", "string"}}},
          {"image", {{"type", "string"}}},
          {"runtime", {{"type", "string"}}},
-         {"mcp_allowlist", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
+         {"mcp_allowlist", {{"type", "array"}, {"description", "as the session was created"}}},
+         {"mcp",
+          {{"type", "object"},
+           {"description",
+            "present when the session has an MCP sidecar: {allowlist (enforced), sidecar: "
+            "{mode, relay, running, restarts, allowed, denied, errors}}"}}}}},
        {"required",
         {"session_id", "execution_count", "created_at", "uptime", "container_status", "image",
          "runtime"}}},
@@ -44,6 +50,7 @@ Tool makeGetSessionStatsTool() {
                           {"image", box.image()},
                           {"runtime", box.runtime()},
                           {"mcp_allowlist", session->options().mcp_allowlist}};
+        if (auto* gateway = session->mcpGateway()) out.structured["mcp"] = gateway->stats();
         char text[256];
         std::snprintf(
             text, sizeof text, "session %s: %llu executions, up %.1f s, container %s, %s on %s",
@@ -51,6 +58,13 @@ Tool makeGetSessionStatsTool() {
             session->uptimeSeconds(), out.structured["container_status"].get<std::string>().c_str(),
             box.image().c_str(), box.runtime().c_str());
         out.text = text;
+        if (out.structured.contains("mcp")) {
+          const auto& relay = out.structured["mcp"]["sidecar"];
+          out.text += "; MCP sidecar " + std::string(relay["running"].get<bool>() ? "running" : "stopped") +
+                      ": " + std::to_string(relay["allowed"].get<std::uint64_t>()) + " allowed, " +
+                      std::to_string(relay["denied"].get<std::uint64_t>()) + " denied, " +
+                      std::to_string(relay["errors"].get<std::uint64_t>()) + " failed upstream";
+        }
         return out;
       }};
 }

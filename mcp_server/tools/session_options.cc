@@ -42,10 +42,15 @@ json sessionOptionProperties() {
          "allowed; read-only unless rw is allowed there."}}},
       {"mcp_allowlist",
        {{"type", "array"},
-        {"items", {{"type", "string"}}},
+        {"maxItems", 64},
         {"description",
-         "MCP server URLs code in a new session may reach through the sidecar "
-         "(fixed at creation)."}}},
+         "MCP servers code in a new session may call (fixed at creation). Each item is a URL "
+         "(\"http://localhost:8265/mcp\": that origin, under that path) or an object "
+         "{\"url\": ..., \"methods\": [\"tools/list\", \"tools/call\"], \"tools\": "
+         "[\"search\"]} limiting the JSON-RPC methods and tools. In the sandbox: "
+         "`from sandbox_mcp import connect; c = connect(url); c.call_tool(name, args)`. "
+         "Private, loopback and link-local addresses are reachable only when the item names "
+         "that address (or localhost) itself; the server's operator list may narrow this."}}},
   };
 }
 
@@ -78,8 +83,9 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
     parsed.given = true;
   }
   if (const auto it = arguments.find("mcp_allowlist"); it != arguments.end()) {
-    options.mcp_allowlist = it->get<std::vector<std::string>>();
+    options.mcp_allowlist = *it;
     parsed.given = true;
+    if (!it->empty()) options.mcp_policy = server::effectivePolicy(*it, config.mcp.allowlist);
   }
   return parsed;
 }

@@ -40,6 +40,9 @@ void validateSpec(const SandboxSpec& spec) {
                          "' would hide the system or the agent; pick another directory");
     }
   }
+  if (!spec.python_helper_dir.empty()) {
+    requireBindablePath(spec.python_helper_dir, "spec.python_helper_dir");
+  }
   for (const auto& [key, value] : spec.environment) {
     if (key.empty() || key.find('=') != std::string::npos) {
       throw SandboxError("environment variable name '" + key + "' is invalid");
@@ -56,8 +59,14 @@ std::string tmpfsOptions(std::int64_t size_mib) {
 nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& agent_host_path,
                                    const std::map<std::string, std::string>& ownership_labels) {
   validateSpec(spec);
+  auto environment = spec.environment;
+  if (!spec.python_helper_dir.empty()) {
+    auto& python_path = environment["PYTHONPATH"];
+    python_path = python_path.empty() ? std::string(kPythonHelperContainerPath)
+                                      : std::string(kPythonHelperContainerPath) + ":" + python_path;
+  }
   nlohmann::json env = nlohmann::json::array();
-  for (const auto& [key, value] : spec.environment) env.push_back(key + "=" + value);
+  for (const auto& [key, value] : environment) env.push_back(key + "=" + value);
 
   nlohmann::json labels = nlohmann::json::object();
   for (const auto& [key, value] : spec.labels) labels[key] = value;
@@ -65,6 +74,9 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
 
   nlohmann::json binds = nlohmann::json::array();
   binds.push_back(agent_host_path + ":" + kAgentContainerPath + ":ro");
+  if (!spec.python_helper_dir.empty()) {
+    binds.push_back(spec.python_helper_dir + ":" + kPythonHelperContainerPath + ":ro");
+  }
   for (const auto& volume : spec.volumes) {
     binds.push_back(volume.host_path + ":" + volume.container_path +
                     (volume.read_only ? ":ro" : ":rw"));

@@ -12,6 +12,7 @@
 namespace sandbox::docker {
 
 inline constexpr const char* kAgentContainerPath = "/.sandbox/agent";
+inline constexpr const char* kPythonHelperContainerPath = "/.sandbox/python";
 
 // Throws SandboxError naming the offending field when the spec cannot be honoured.
 void validateSpec(const SandboxSpec& spec);

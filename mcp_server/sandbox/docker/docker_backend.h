@@ -47,6 +47,11 @@ class DockerBackend final : public Backend {
 
   [[nodiscard]] const std::string& instanceId() const noexcept { return options_.instance_id; }
   [[nodiscard]] EngineClient& engine() noexcept { return *engine_; }
+  [[nodiscard]] std::shared_ptr<EngineClient> sharedEngine() const noexcept { return engine_; }
+  // The labels that mark this server's containers (other containers it starts carry them too).
+  [[nodiscard]] const std::map<std::string, std::string>& containerLabels() const noexcept {
+    return ownership_labels_;
+  }
 
  private:
   HealthCheck checkEngine();

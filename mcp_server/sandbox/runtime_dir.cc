@@ -1,0 +1,164 @@
+#include "sandbox/runtime_dir.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "sandbox/backend.h"
+#include "sandbox/log.h"
+
+namespace sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kOwnerFile = "owner.json";
+
+std::string randomHex(std::size_t digits) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::random_device device;
+  std::string out;
+  for (std::size_t i = 0; i < digits; ++i) out.push_back(kHex[device() % 16]);
+  return out;
+}
+
+void makeDirectory(const std::string& path, fs::perms mode) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) {
+    throw SandboxError("cannot create " + path + ": " + ec.message() +
+                       "; set mcp.runtime_dir to a directory the server can write");
+  }
+  fs::permissions(path, mode, ec);
+}
+
+// "uid:gid" -> numbers; nullopt when not numeric.
+std::optional<std::pair<uid_t, gid_t>> parseOwner(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  try {
+    return std::make_pair(static_cast<uid_t>(std::stoul(text.substr(0, colon))),
+                          static_cast<gid_t>(std::stoul(text.substr(colon + 1))));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::int64_t modifiedUnix(const fs::path& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 ? static_cast<std::int64_t>(info.st_mtime) : 0;
+}
+
+}  // namespace
+
+std::string defaultRuntimeRoot() {
+  if (::geteuid() == 0) return "/run/sandbox-mcp";
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/sandbox-mcp";
+  }
+  return "/tmp/sandbox-mcp-" + std::to_string(::geteuid());
+}
+
+ScopedDirectory::~ScopedDirectory() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+  if (ec) logger().warn("could not remove {}: {}", path_, ec.message());
+}
+
+RuntimeDir::RuntimeDir(const std::string& root, const std::string& instance_id,
+                       const std::map<std::string, std::string>& owner_labels)
+    : path_(root + "/" + instance_id) {
+  makeDirectory(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                          fs::perms::others_read | fs::perms::others_exec);
+  makeDirectory(path_, fs::perms::owner_all);
+  std::ofstream owner(path_ + "/" + kOwnerFile);
+  owner << nlohmann::json(owner_labels).dump() << '\n';
+  if (!owner) throw SandboxError("cannot write " + path_ + "/" + kOwnerFile);
+}
+
+RuntimeDir::~RuntimeDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+  if (ec) logger().warn("could not remove {}: {}", path_, ec.message());
+}
+
+std::unique_ptr<ScopedDirectory> RuntimeDir::createSessionDir(const std::string& owner) {
+  const std::string path = path_ + "/s-" + randomHex(12);
+  makeDirectory(path + "/sock", fs::perms::owner_all);
+  auto directory = std::make_unique<ScopedDirectory>(path);
+  const auto ids = parseOwner(owner);
+  if (::geteuid() == 0 && ids) {
+    for (const auto& dir : {path, path + "/sock"}) {
+      if (::chown(dir.c_str(), ids->first, ids->second) != 0) {
+        throw SandboxError("cannot hand " + dir + " to the sidecar user " + owner);
+      }
+    }
+    // The sandbox (another unprivileged user) must traverse the socket directory.
+    fs::permissions(path + "/sock", fs::perms::owner_all | fs::perms::group_exec |
+                                        fs::perms::others_exec);
+  } else {
+    fs::permissions(path, fs::perms::all);
+    fs::permissions(path + "/sock", fs::perms::all);
+  }
+  return directory;
+}
+
+std::string RuntimeDir::writePythonModule(const std::string& file_name,
+                                          const std::string& content) {
+  const std::string dir = path_ + "/python";
+  makeDirectory(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                         fs::perms::others_read | fs::perms::others_exec);
+  const std::string file = dir + "/" + file_name;
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) throw SandboxError("cannot write " + file);
+  }
+  std::error_code ec;
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read, ec);
+  return dir;
+}
+
+int RuntimeDir::removeStale(const std::string& root, const std::string& our_instance,
+                            const docker::ProcessIdentity& self) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return 0;
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (!entry.is_directory(ec) || entry.path().filename() == our_instance) continue;
+    docker::ContainerSummary summary;
+    summary.id = entry.path().string();
+    summary.state = "exited";  // a directory never runs; only its owner's liveness counts
+    summary.created_unix = modifiedUnix(entry.path());
+    try {
+      std::ifstream in(entry.path() / kOwnerFile);
+      summary.labels =
+          nlohmann::json::parse(in).get<std::map<std::string, std::string>>();
+    } catch (const std::exception&) {
+      // No readable owner: only the age rule can remove it.
+    }
+    const auto decision =
+        docker::decideOrphan(summary, our_instance, self, now, docker::processStartTicks);
+    if (!decision.remove) continue;
+    fs::remove_all(entry.path(), ec);
+    if (ec) {
+      logger().warn("could not remove stale {}: {}", summary.id, ec.message());
+    } else {
+      logger().info("removed {} ({})", summary.id, decision.reason);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace sandbox

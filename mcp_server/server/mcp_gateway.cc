@@ -1,0 +1,111 @@
+#include "server/mcp_gateway.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+
+#include "sandbox/backend.h"
+
+namespace server {
+namespace {
+
+std::string allowlistText(const policy::Policy& policy) {
+  std::string text;
+  for (const auto& rule : policy.rules) {
+    if (!text.empty()) text += ", ";
+    text += rule.base.toString();
+  }
+  return text;
+}
+
+}  // namespace
+
+std::shared_ptr<const policy::Policy> effectivePolicy(const nlohmann::json& requested,
+                                                      const nlohmann::json& operator_allowlist) {
+  try {
+    auto wanted = policy::loadPolicy(requested);
+    if (operator_allowlist.empty()) return wanted;
+    return policy::narrow(*policy::loadPolicy(operator_allowlist), *wanted);
+  } catch (const policy::PolicyError& e) {
+    std::string message = std::string("mcp_allowlist: ") + e.what();
+    if (!operator_allowlist.empty()) {
+      message += ". This server allows only: " + allowlistText(*policy::loadPolicy(operator_allowlist));
+    }
+    throw sandbox::SandboxError(message);
+  }
+}
+
+McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
+                       std::unique_ptr<sandbox::ScopedDirectory> directory,
+                       const std::string& session_id,
+                       std::shared_ptr<const policy::Policy> policy,
+                       std::vector<std::string> limit_flags)
+    : launcher_(launcher), directory_(std::move(directory)), policy_(std::move(policy)) {
+  spec_.session_id = session_id;
+  spec_.directory = directory_->path();
+  spec_.socket_dir = spec_.directory + "/sock";
+  spec_.policy_file = spec_.directory + "/policy.json";
+  spec_.audit_log_file = spec_.directory + "/audit.jsonl";
+  spec_.limit_flags = std::move(limit_flags);
+  {
+    std::ofstream out(spec_.policy_file);
+    out << policy::toJson(*policy_).dump(2) << '\n';
+    if (!out) throw sandbox::SandboxError("cannot write " + spec_.policy_file);
+  }
+  sidecar_ = launcher_.launch(spec_);
+  spdlog::warn("session {}: code may reach these MCP servers through sidecar {}: {}", session_id,
+               sidecar_->describe(), allowlistText(*policy_));
+}
+
+McpGateway::~McpGateway() {
+  std::lock_guard lock(mutex_);
+  sidecar_.reset();  // before the directory goes
+}
+
+std::optional<std::string> McpGateway::ensureRunning() {
+  std::lock_guard lock(mutex_);
+  if (sidecar_ && sidecar_->running()) return std::nullopt;
+  const std::string was = sidecar_ ? sidecar_->describe() : std::string("the relay");
+  sidecar_.reset();
+  spdlog::warn("session {}: MCP sidecar {} stopped; restarting it", spec_.session_id, was);
+  try {
+    sidecar_ = launcher_.launch(spec_);
+  } catch (const sandbox::SandboxError& e) {
+    throw sandbox::SandboxError(
+        std::string("this session's MCP sidecar stopped and could not be restarted (") + e.what() +
+        "). Code in this session cannot reach MCP servers; start a new session with the same "
+        "mcp_allowlist to try again.");
+  }
+  ++restarts_;
+  return "The session's MCP sidecar (" + was + ") had stopped and was restarted as " +
+         sidecar_->describe() +
+         "; MCP connections opened before are gone, so call connect() again.";
+}
+
+void McpGateway::refreshTally() {
+  std::ifstream in(spec_.audit_log_file, std::ios::binary);
+  if (!in) return;
+  in.seekg(static_cast<std::streamoff>(audit_offset_));
+  std::string chunk(64 * 1024, '\0');
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    const auto got = static_cast<std::size_t>(in.gcount());
+    tally_.consume(std::string_view(chunk.data(), got));
+    audit_offset_ += got;
+  }
+}
+
+nlohmann::json McpGateway::stats() {
+  std::lock_guard lock(mutex_);
+  refreshTally();
+  return {{"allowlist", policy::toJson(*policy_)},
+          {"sidecar",
+           {{"mode", launcher_.mode()},
+            {"relay", sidecar_ ? sidecar_->describe() : std::string()},
+            {"running", sidecar_ && sidecar_->running()},
+            {"restarts", restarts_},
+            {"allowed", tally_.allowed()},
+            {"denied", tally_.denied()},
+            {"errors", tally_.errors()}}}};
+}
+
+}  // namespace server

@@ -1,0 +1,65 @@
+// A session's door to allowlisted MCP servers: its private directory, the policy file the relay
+// enforces, and the relay itself (sandbox::Sidecar). The sandbox sees only the socket directory,
+// mounted read-only at /run/mcp. A relay that died (killed, crashed) is restarted on the
+// session's next execution. Destroying the gateway stops the relay, then removes the directory.
+// Thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+#include "sandbox/runtime_dir.h"
+#include "sandbox/sidecar.h"
+#include "server/audit_tally.h"
+
+namespace server {
+
+inline constexpr const char* kMcpSocketMount = "/run/mcp";
+inline constexpr const char* kMcpSocketEnv = "MCP_PROXY_SOCKET";
+
+class McpGateway {
+ public:
+  // Writes the policy into `directory` and starts the relay. Throws sandbox::SandboxError.
+  McpGateway(sandbox::SidecarLauncher& launcher, std::unique_ptr<sandbox::ScopedDirectory> directory,
+             const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
+             std::vector<std::string> limit_flags);
+  ~McpGateway();
+  McpGateway(const McpGateway&) = delete;
+  McpGateway& operator=(const McpGateway&) = delete;
+
+  // Host directory to mount at kMcpSocketMount.
+  [[nodiscard]] const std::string& socketDir() const noexcept { return spec_.socket_dir; }
+  [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
+
+  // Restarts a relay that is no longer running. Returns a notice for the caller when it did
+  // (connections open in the sandbox were cut); throws SandboxError when it cannot restart.
+  std::optional<std::string> ensureRunning();
+
+  // {"allowlist", "sidecar": {"mode", "running", "restarts", "allowed", "denied", "errors"}}
+  [[nodiscard]] nlohmann::json stats();
+
+ private:
+  void refreshTally();  // mutex_ held
+
+  sandbox::SidecarLauncher& launcher_;
+  std::unique_ptr<sandbox::ScopedDirectory> directory_;
+  std::shared_ptr<const policy::Policy> policy_;
+  sandbox::SidecarSpec spec_;
+  std::mutex mutex_;
+  std::unique_ptr<sandbox::Sidecar> sidecar_;
+  int restarts_ = 0;
+  AuditTally tally_;
+  std::uint64_t audit_offset_ = 0;
+};
+
+// The policy a session's relay enforces: the call's list, narrowed by the operator's when the
+// operator configured one. Throws sandbox::SandboxError naming the entry that is not allowed.
+[[nodiscard]] std::shared_ptr<const policy::Policy> effectivePolicy(
+    const nlohmann::json& requested, const nlohmann::json& operator_allowlist);
+
+}  // namespace server

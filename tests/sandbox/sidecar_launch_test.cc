@@ -1,0 +1,171 @@
+// The sidecar's container body and command line, the run-time directory, and the process
+// launcher against the real sandbox-sidecar binary (no Docker needed).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sandbox/backend.h"
+#include "sandbox/docker/container_config.h"
+#include "sandbox/docker/docker_sidecar.h"
+#include "sandbox/process_sidecar.h"
+#include "sandbox/runtime_dir.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace sandbox;
+using namespace sandbox::docker;
+namespace fs = std::filesystem;
+
+SidecarSpec specIn(const std::string& dir) {
+  SidecarSpec spec;
+  spec.session_id = "s1";
+  spec.directory = dir;
+  spec.socket_dir = dir + "/sock";
+  spec.policy_file = dir + "/policy.json";
+  spec.audit_log_file = dir + "/audit.jsonl";
+  spec.limit_flags = {"--upstream-idle-timeout-ms", "1500"};
+  return spec;
+}
+
+std::string tempDir() {
+  std::string pattern = (fs::temp_directory_path() / "sidecar-test-XXXXXX").string();
+  return mkdtemp(pattern.data());
+}
+
+TEST(SidecarArguments, MapsHostPathsToWhereTheRelaySeesThem) {
+  const auto args = sidecarArguments(specIn("/run/x/s-1"), "/session");
+  EXPECT_EQ(args, (std::vector<std::string>{
+                      "--listen", "/session/sock/mcp.sock", "--policy", "/session/policy.json",
+                      "--audit-log", "/session/audit.jsonl", "--session", "s1",
+                      "--exit-on-stdin-eof", "--upstream-idle-timeout-ms", "1500"}));
+  EXPECT_EQ(sidecarArguments(specIn("/run/x/s-1"), "/run/x/s-1")[1], "/run/x/s-1/sock/mcp.sock");
+}
+
+TEST(SidecarContainerBody, IsLockedDownAndDiesWithTheServer) {
+  DockerSidecarOptions options;
+  options.binary_path = "/opt/bin/sandbox-sidecar";
+  options.labels = {{kLabelManaged, "1"}, {kLabelInstance, "me"}};
+  const json body = sidecarContainerBody(specIn("/run/x/s-1"), options);
+  const json& host = body["HostConfig"];
+  EXPECT_EQ(host["Runtime"], "runc");
+  EXPECT_EQ(host["NetworkMode"], "host");
+  EXPECT_EQ(host["ReadonlyRootfs"], true);
+  EXPECT_EQ(host["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges"}));
+  EXPECT_EQ(host["Memory"], 64 * 1024 * 1024);
+  EXPECT_EQ(host["AutoRemove"], true);
+  EXPECT_EQ(host["Binds"], json({"/run/x/s-1:/session:rw",
+                                 "/opt/bin/sandbox-sidecar:/usr/local/bin/sandbox-sidecar:ro"}));
+  EXPECT_EQ(body["User"], "65534:65534");
+  EXPECT_EQ(body["OpenStdin"], true);
+  EXPECT_EQ(body["StdinOnce"], true);  // the server's attach connection is its lifeline
+  EXPECT_EQ(body["Labels"]["sandbox-mcp.role"], "sidecar");
+  EXPECT_EQ(body["Labels"]["sandbox-mcp.session"], "s1");
+  EXPECT_EQ(body["Labels"][kLabelInstance], "me");
+  EXPECT_NE(std::find(body["Cmd"].begin(), body["Cmd"].end(), "--exit-on-stdin-eof"),
+            body["Cmd"].end());
+}
+
+TEST(ContainerCreateBody, MountsThePythonHelperAndPutsItOnPythonPath) {
+  SandboxSpec spec;
+  spec.image = "img";
+  spec.runtime = "runsc";
+  spec.environment = {{"PYTHONPATH", "/work/lib"}};
+  spec.python_helper_dir = "/run/x/python";
+  const json body = containerCreateBody(spec, "/opt/agent", {});
+  const json& binds = body["HostConfig"]["Binds"];
+  EXPECT_NE(std::find(binds.begin(), binds.end(), "/run/x/python:/.sandbox/python:ro"),
+            binds.end());
+  const json& env = body["Env"];
+  EXPECT_NE(std::find(env.begin(), env.end(), "PYTHONPATH=/.sandbox/python:/work/lib"), env.end());
+}
+
+TEST(RuntimeDir, CreatesPrivateDirectoriesAndRemovesThem) {
+  const std::string root = tempDir();
+  std::string instance_path;
+  std::string session_path;
+  {
+    RuntimeDir dir(root, "inst1", {{kLabelInstance, "inst1"}});
+    instance_path = dir.path();
+    EXPECT_EQ(fs::status(instance_path).permissions(), fs::perms::owner_all);
+    EXPECT_TRUE(fs::exists(instance_path + "/owner.json"));
+    const auto python = dir.writePythonModule("m.py", "X = 1\n");
+    EXPECT_TRUE(fs::exists(python + "/m.py"));
+    {
+      auto session = dir.createSessionDir(std::to_string(getuid()) + ":" + std::to_string(getgid()));
+      session_path = session->path();
+      EXPECT_TRUE(fs::is_directory(session_path + "/sock"));
+      EXPECT_EQ(session_path.rfind(instance_path + "/s-", 0), 0U);
+    }
+    EXPECT_FALSE(fs::exists(session_path));
+  }
+  EXPECT_FALSE(fs::exists(instance_path));
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, RemoveStaleKeepsLiveOwnersAndRemovesDeadOnes) {
+  const std::string root = tempDir();
+  const auto self = ProcessIdentity::current();
+  // A live owner (this process under another instance id) and a dead one (a reaped child).
+  RuntimeDir live(root, "live", ownershipLabels("live", self));
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  auto dead_identity = self;
+  dead_identity.pid = child;
+  fs::create_directories(root + "/dead");
+  std::ofstream(root + "/dead/owner.json") << json(ownershipLabels("dead", dead_identity)).dump();
+
+  EXPECT_EQ(RuntimeDir::removeStale(root, "me", self), 1);
+  EXPECT_TRUE(fs::exists(root + "/live"));
+  EXPECT_FALSE(fs::exists(root + "/dead"));
+  fs::remove_all(root);
+}
+
+TEST(ProcessSidecarLauncher, StartsTheRelayAndStopsItWithTheHandle) {
+  const std::string dir = tempDir();
+  fs::create_directories(dir + "/sock");
+  std::ofstream(dir + "/policy.json") << R"(["http://127.0.0.1:9/mcp"])";
+  ProcessSidecarLauncher launcher(SANDBOX_SIDECAR_PATH, 10000);
+  const auto spec = specIn(dir);
+  {
+    auto relay = launcher.launch(spec);
+    EXPECT_TRUE(relay->running());
+    EXPECT_TRUE(socketAccepts(dir + "/sock/mcp.sock"));
+    EXPECT_EQ(relay->describe().rfind("process ", 0), 0U);
+  }
+  EXPECT_FALSE(socketAccepts(dir + "/sock/mcp.sock"));
+  fs::remove_all(dir);
+}
+
+TEST(ProcessSidecarLauncher, ABadPolicyFailsWithTheRelaysOwnWords) {
+  const std::string dir = tempDir();
+  fs::create_directories(dir + "/sock");
+  std::ofstream(dir + "/policy.json") << R"(["ftp://nope"])";
+  ProcessSidecarLauncher launcher(SANDBOX_SIDECAR_PATH, 10000);
+  try {
+    (void)launcher.launch(specIn(dir));
+    FAIL() << "launch succeeded with an invalid policy";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("exited at start"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ftp"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(ProcessSidecarLauncher, AMissingBinaryNamesTheFix) {
+  ProcessSidecarLauncher launcher("/nonexistent/sandbox-sidecar", 1000);
+  try {
+    (void)launcher.launch(specIn("/tmp"));
+    FAIL();
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("mcp.sidecar.binary_path"), std::string::npos);
+  }
+}
+
+}  // namespace
