@@ -2,7 +2,10 @@
 # Builds the release preset (via scripts/lib.sh's set-up steps), runs the latency benchmark
 # (bench/bench.mjs) against the Docker CLI baselines, writes bench/results/latest.{md,json} and
 # prints the table. Takes about a minute once the build is up to date. See bench/README.md.
+# Then the MCP sidecar benchmark (bench/sidecar.mjs): 1,000 JSON-RPC calls to server-everything
+# from the host directly, through a sidecar socket, and from inside a sandbox; sidecar.{md,json}.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
+#   bench/run.sh sidecar           only the sidecar benchmark
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -75,10 +78,14 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  log_step "benchmark (${SERVER_BIN}); the machine is shared, so expect noise"
-  SANDBOX_MCP_BIN="${SERVER_BIN}" BENCH_PID_FILE="${BENCH_PID_FILE}" \
-    timeout --signal=TERM "${BENCH_TIMEOUT_S}" node "${BENCH_DIR}/bench.mjs" ||
-    die "bench.mjs failed or timed out after ${BENCH_TIMEOUT_S} s (its output above says why)"
+  local scripts=(bench.mjs sidecar.mjs) script
+  [[ "${1:-}" == sidecar ]] && scripts=(sidecar.mjs)
+  for script in "${scripts[@]}"; do
+    log_step "benchmark ${script} (${SERVER_BIN}); the machine is shared, so expect noise"
+    SANDBOX_MCP_BIN="${SERVER_BIN}" BENCH_PID_FILE="${BENCH_PID_FILE}" \
+      timeout --signal=TERM "${BENCH_TIMEOUT_S}" node "${BENCH_DIR}/${script}" ||
+      die "${script} failed or timed out after ${BENCH_TIMEOUT_S} s (its output above says why)"
+  done
 }
 
 main "$@"

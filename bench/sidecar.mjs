@@ -106,7 +106,7 @@ async function measureMode(mode, everything, rows) {
   const session = `bench-sidecar-${mode}`;
   try {
     const started = Date.now();
-    await sandboxPython(conn.client, { session_id: session, mcp_allowlist: [everything.url], code: 'pass' });
+    await sandboxPython(conn.client, { session_id: session, mcp_allowlist: [everything.url], code: 'print("{}")' });
     rows.push({ name: `session create with sidecar (${mode})`, unit: 'ms', value: Date.now() - started });
     const inSandbox = await sandboxPython(conn.client, { session_id: session, code: loop(everything.url) });
     const viaSocket = hostPython(loop(everything.url, hostSocketOf(session)));

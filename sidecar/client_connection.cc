@@ -4,10 +4,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/bind_handler.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cstdio>
+#include <sstream>
 #include <utility>
 
 #include "sidecar/sidecar_log.h"
@@ -211,16 +212,23 @@ void ClientConnection::sendComplete(unsigned status, HeaderList headers, std::st
 }
 
 void ClientConnection::sendHead(unsigned status, HeaderList headers, bool has_body) {
-  auto head = std::make_shared<HeadState>();
-  head->header.result(status);
-  head->header.version(11);
-  for (auto& [name, value] : headers) head->header.insert(name, value);
-  head->header.keep_alive(false);
-  if (has_body) head->header.chunked(true);
+  http::response_header<> header;
+  header.result(status);
+  header.version(11);
+  for (auto& [name, value] : headers) header.insert(name, value);
+  header.set(http::field::connection, "close");
+  if (has_body) header.set(http::field::transfer_encoding, "chunked");
+  std::ostringstream text;
+  text << header;  // the status line and fields, ending with the empty line
+  if (has_body) {
+    // Held back until the first body bytes (or the end): they leave in the same write.
+    pending_head_ = text.str();
+    return;
+  }
   WriteItem item;
-  item.kind = WriteItem::Kind::kHead;
-  item.head = std::move(head);
-  item.last = !has_body;
+  item.kind = WriteItem::Kind::kBytes;
+  item.data = text.str();
+  item.last = true;
   post(std::move(item));
 }
 
@@ -233,20 +241,34 @@ bool ClientConnection::sendChunk(std::string data) {
     queued_bytes_ += data.size();
   }
   WriteItem item;
-  item.kind = WriteItem::Kind::kChunk;
-  item.data = std::move(data);
+  item.kind = WriteItem::Kind::kBytes;
+  item.flow_bytes = data.size();
+  char size_line[24];
+  const int length = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+  item.data.reserve(pending_head_.size() + static_cast<std::size_t>(length) + data.size() + 2);
+  item.data.append(std::exchange(pending_head_, {}));
+  item.data.append(size_line, static_cast<std::size_t>(length));
+  item.data.append(data);
+  item.data.append("\r\n");
   post(std::move(item));
   return true;
 }
 
 void ClientConnection::endStream() {
   WriteItem item;
-  item.kind = WriteItem::Kind::kLastChunk;
+  item.kind = WriteItem::Kind::kBytes;
+  item.data = std::exchange(pending_head_, {}) + "0\r\n\r\n";
   item.last = true;
   post(std::move(item));
 }
 
 void ClientConnection::abortStream() {
+  if (!pending_head_.empty()) {  // the head the client was promised, then the cut
+    WriteItem head;
+    head.kind = WriteItem::Kind::kBytes;
+    head.data = std::exchange(pending_head_, {});
+    post(std::move(head));
+  }
   WriteItem item;
   item.kind = WriteItem::Kind::kAbort;
   post(std::move(item));
@@ -278,20 +300,24 @@ void ClientConnection::doWrite() {
   };
   switch (item.kind) {
     case WriteItem::Kind::kComplete:
+      items_in_write_ = 1;
       http::async_write(stream_, *item.complete, std::move(handler));
       break;
     case WriteItem::Kind::kContinue:
+      items_in_write_ = 1;
       net::async_write(stream_, net::buffer(kContinueLine.data(), kContinueLine.size()),
                        std::move(handler));
       break;
-    case WriteItem::Kind::kHead:
-      http::async_write_header(stream_, item.head->serializer, std::move(handler));
-      break;
-    case WriteItem::Kind::kChunk:
-      net::async_write(stream_, http::make_chunk(net::buffer(item.data)), std::move(handler));
-      break;
-    case WriteItem::Kind::kLastChunk:
-      net::async_write(stream_, http::make_chunk_last(), std::move(handler));
+    case WriteItem::Kind::kBytes:
+      write_buffer_.clear();
+      items_in_write_ = 0;
+      for (const auto& queued : writes_) {
+        if (queued.kind != WriteItem::Kind::kBytes) break;
+        write_buffer_.append(queued.data);
+        ++items_in_write_;
+        if (queued.last) break;
+      }
+      net::async_write(stream_, net::buffer(write_buffer_), std::move(handler));
       break;
     case WriteItem::Kind::kAbort:
       break;
@@ -301,12 +327,21 @@ void ClientConnection::doWrite() {
 void ClientConnection::onWrite(beast::error_code ec) {
   stream_.expires_never();
   writing_ = false;
-  WriteItem done = std::move(writes_.front());
-  writes_.pop_front();
-  if (done.kind == WriteItem::Kind::kChunk) {
+  bool continue_sent = false;
+  bool last = false;
+  std::size_t flow_bytes = 0;
+  for (std::size_t i = 0; i < items_in_write_; ++i) {
+    const WriteItem& done = writes_.front();
+    continue_sent = done.kind == WriteItem::Kind::kContinue;
+    last = last || done.last;
+    flow_bytes += done.flow_bytes;
+    writes_.pop_front();
+  }
+  items_in_write_ = 0;
+  if (flow_bytes > 0) {
     {
       const std::lock_guard lock(flow_mutex_);
-      queued_bytes_ -= done.data.size();
+      queued_bytes_ -= flow_bytes;
     }
     flow_changed_.notify_all();
   }
@@ -317,11 +352,11 @@ void ClientConnection::onWrite(beast::error_code ec) {
     closeSocket();
     return;
   }
-  if (done.kind == WriteItem::Kind::kContinue) {
+  if (continue_sent) {
     doReadBody();
     return;
   }
-  if (done.last) {
+  if (last) {
     linger();
     return;
   }

@@ -73,17 +73,16 @@ class ClientConnection final : public ResponseSink,
 
  private:
   using Stream = boost::beast::basic_stream<Protocol>;
-  struct HeadState {
-    boost::beast::http::response<boost::beast::http::empty_body> header;
-    boost::beast::http::response_serializer<boost::beast::http::empty_body> serializer{header};
-  };
   struct WriteItem {
-    enum class Kind { kComplete, kContinue, kHead, kChunk, kLastChunk, kAbort };
+    // kBytes: already serialized response bytes (a head, chunks, the last chunk). Consecutive
+    // kBytes items go out in one write: every write wakes the reader, and under gVisor each
+    // wake-up costs far more than the copy.
+    enum class Kind { kComplete, kContinue, kBytes, kAbort };
     Kind kind = Kind::kComplete;
     std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> complete;
-    std::shared_ptr<HeadState> head;
     std::string data;
-    bool last = false;  // the response ends with this item
+    std::size_t flow_bytes = 0;  // body bytes counted in queued_bytes_
+    bool last = false;           // the response ends with this item
   };
 
   void doReadHeader();
@@ -110,6 +109,9 @@ class ClientConnection final : public ResponseSink,
   std::chrono::system_clock::time_point received_at_;
   std::chrono::steady_clock::time_point received_steady_;
   std::deque<WriteItem> writes_;
+  std::string write_buffer_;  // the kBytes items being written
+  std::size_t items_in_write_ = 0;
+  std::string pending_head_;  // worker thread: a head waiting to go out with the first bytes
   bool writing_ = false;
   bool closed_ = false;
   std::array<char, 1024> watch_buffer_{};

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "app/sandbox_mcp_source.h"
 #include "config/config.h"
@@ -164,6 +165,28 @@ class SignalWatcher {
   std::thread thread_;
 };
 
+// What sessions with an mcp_allowlist need; not required to serve (other sessions work without).
+std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
+                                                sandbox::Backend& backend) {
+  const std::string binary = siblingBinary(cfg.mcp.sidecar.binary_path, "sandbox-sidecar");
+  std::vector<sandbox::HealthCheck> checks;
+  const bool binary_ok = ::access(binary.c_str(), X_OK) == 0;
+  checks.push_back({"mcp sidecar binary", binary_ok,
+                    binary_ok ? binary
+                              : binary + " is missing: build the project (scripts/setup.sh), or "
+                                         "set mcp.sidecar.binary_path"});
+  if (cfg.mcp.sidecar.mode == "container") {
+    const bool image_ok = backend.imageExists(cfg.mcp.sidecar.image);
+    checks.push_back({"mcp sidecar image", image_ok,
+                      image_ok
+                          ? cfg.mcp.sidecar.image
+                          : cfg.mcp.sidecar.image + " is missing: run scripts/setup.sh (or "
+                                                    "docker/build-sidecar-image.sh BINARY), or set "
+                                                    "mcp.sidecar.mode to \"process\""});
+  }
+  return checks;
+}
+
 int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   SignalWatcher signals;  // before any thread starts, so all inherit the mask
   sandbox::docker::DockerBackend backend(backendOptions(cfg));
@@ -172,6 +195,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
         "not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
         "full check-list)");
     return 1;
+  }
+  for (const auto& check : sidecarChecks(cfg, backend)) {
+    if (!check.ok)
+      spdlog::warn("check {} failed: {} (sessions with mcp_allowlist will fail)", check.name,
+                   check.detail);
   }
   if (const int removed = backend.removeOrphans(); removed > 0) {
     spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
@@ -245,7 +273,9 @@ int runDoctor(const CliOptions& options) noexcept {
     setupLogging("warn");
     sandbox::docker::DockerBackend backend(backendOptions(cfg));
     bool all_ok = true;
-    for (const auto& check : backend.healthChecks()) {
+    auto checks = backend.healthChecks();
+    for (auto& check : sidecarChecks(cfg, backend)) checks.push_back(std::move(check));
+    for (const auto& check : checks) {
       std::printf("[%s] %-22s %s\n", check.ok ? " ok " : "FAIL", check.name.c_str(),
                   check.detail.c_str());
       all_ok = all_ok && check.ok;

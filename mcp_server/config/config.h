@@ -75,7 +75,8 @@ struct SidecarConfig {
   // "container": a runc container per session, separate from the server's process (default);
   // "process": a child process of the server (no image needed; shares the server's namespaces).
   std::string mode = "container";
-  std::string image = "sandbox-mcp/sidecar:latest";  // container mode; see docker/Dockerfile.sidecar
+  std::string image =
+      "sandbox-mcp/sidecar:latest";  // container mode; see docker/Dockerfile.sidecar
   // Container mode: the Docker network the relay joins. "host" reaches what the server's host
   // reaches, loopback upstreams included; a named network confines it further.
   std::string network = "host";

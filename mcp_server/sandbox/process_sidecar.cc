@@ -63,9 +63,7 @@ class ProcessSidecar final : public Sidecar {
     if (!reaped_ && ::waitpid(pid_, nullptr, WNOHANG) == pid_) reaped_ = true;
     return !reaped_;
   }
-  [[nodiscard]] std::string describe() const override {
-    return "process " + std::to_string(pid_);
-  }
+  [[nodiscard]] std::string describe() const override { return "process " + std::to_string(pid_); }
 
  private:
   const pid_t pid_;
@@ -98,10 +96,10 @@ std::vector<std::string> sidecarArguments(const SidecarSpec& spec,
     return directory_as_seen + host_path.substr(spec.directory.size());
   };
   std::vector<std::string> args = {
-      "--listen",    relative(spec.socket_dir) + "/" + spec.socket_name,
-      "--policy",    relative(spec.policy_file),
-      "--audit-log", relative(spec.audit_log_file),
-      "--session",   spec.session_id,
+      "--listen",           relative(spec.socket_dir) + "/" + spec.socket_name,
+      "--policy",           relative(spec.policy_file),
+      "--audit-log",        relative(spec.audit_log_file),
+      "--session",          spec.session_id,
       "--exit-on-stdin-eof"};
   args.insert(args.end(), spec.limit_flags.begin(), spec.limit_flags.end());
   return args;
@@ -119,14 +117,14 @@ std::unique_ptr<Sidecar> ProcessSidecarLauncher::launch(const SidecarSpec& spec)
   }
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    throw SandboxError("cannot start the MCP sidecar: pipe2 failed; the server is out of file "
-                       "descriptors");
+    throw SandboxError(
+        "cannot start the MCP sidecar: pipe2 failed; the server is out of file "
+        "descriptors");
   }
   UniqueFd stdin_reader(pipe_fds[0]);
   UniqueFd stdin_writer(pipe_fds[1]);
   const std::string log_path = spec.directory + "/sidecar.log";
-  const UniqueFd log_fd(
-      ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  const UniqueFd log_fd(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!log_fd) throw SandboxError("cannot start the MCP sidecar: cannot create " + log_path);
 
   SpawnSetup setup;
@@ -144,8 +142,8 @@ std::unique_ptr<Sidecar> ProcessSidecarLauncher::launch(const SidecarSpec& spec)
   posix_spawnattr_setsigmask(&setup.attributes, &empty);
   posix_spawnattr_setsigdefault(&setup.attributes, &defaults);
   posix_spawnattr_setpgroup(&setup.attributes, 0);
-  posix_spawnattr_setflags(&setup.attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-                                                  POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&setup.attributes,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
   std::vector<std::string> args = sidecarArguments(spec, spec.directory);
   args.insert(args.begin(), binary_path_);
@@ -155,9 +153,8 @@ std::unique_ptr<Sidecar> ProcessSidecarLauncher::launch(const SidecarSpec& spec)
   argv.push_back(nullptr);
 
   pid_t pid = 0;
-  if (const int rc =
-          posix_spawn(&pid, binary_path_.c_str(), &setup.actions, &setup.attributes, argv.data(),
-                      environ);
+  if (const int rc = posix_spawn(&pid, binary_path_.c_str(), &setup.actions, &setup.attributes,
+                                 argv.data(), environ);
       rc != 0) {
     throw SandboxError("cannot start the MCP sidecar " + binary_path_ + ": posix_spawn error " +
                        std::to_string(rc));
@@ -172,8 +169,8 @@ std::unique_ptr<Sidecar> ProcessSidecarLauncher::launch(const SidecarSpec& spec)
                        (exited ? "exited at start" : "did not open its socket in time") + ": " +
                        logTail(log_path));
   }
-  logger().info("session {}: MCP sidecar {} listening on {}", spec.session_id,
-                sidecar->describe(), socket);
+  logger().info("session {}: MCP sidecar {} listening on {}", spec.session_id, sidecar->describe(),
+                socket);
   return sidecar;
 }
 

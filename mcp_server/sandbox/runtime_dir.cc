@@ -100,8 +100,8 @@ std::unique_ptr<ScopedDirectory> RuntimeDir::createSessionDir(const std::string&
       }
     }
     // The sandbox (another unprivileged user) must traverse the socket directory.
-    fs::permissions(path + "/sock", fs::perms::owner_all | fs::perms::group_exec |
-                                        fs::perms::others_exec);
+    fs::permissions(path + "/sock",
+                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   } else {
     fs::permissions(path, fs::perms::all);
     fs::permissions(path + "/sock", fs::perms::all);
@@ -121,8 +121,10 @@ std::string RuntimeDir::writePythonModule(const std::string& file_name,
     if (!out) throw SandboxError("cannot write " + file);
   }
   std::error_code ec;
-  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                            fs::perms::others_read, ec);
+  fs::permissions(file,
+                  fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                      fs::perms::others_read,
+                  ec);
   return dir;
 }
 
@@ -142,8 +144,7 @@ int RuntimeDir::removeStale(const std::string& root, const std::string& our_inst
     summary.created_unix = modifiedUnix(entry.path());
     try {
       std::ifstream in(entry.path() / kOwnerFile);
-      summary.labels =
-          nlohmann::json::parse(in).get<std::map<std::string, std::string>>();
+      summary.labels = nlohmann::json::parse(in).get<std::map<std::string, std::string>>();
     } catch (const std::exception&) {
       // No readable owner: only the age rule can remove it.
     }

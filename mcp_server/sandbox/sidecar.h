@@ -15,8 +15,8 @@ namespace sandbox {
 
 struct SidecarSpec {
   std::string session_id;
-  std::string directory;       // host directory holding the files below; the launcher may mount it
-  std::string socket_dir;      // <directory>/sock: the only part the sandbox sees (at /run/mcp)
+  std::string directory;   // host directory holding the files below; the launcher may mount it
+  std::string socket_dir;  // <directory>/sock: the only part the sandbox sees (at /run/mcp)
   std::string socket_name = "mcp.sock";
   std::string policy_file;     // <directory>/policy.json (policy::loadPolicy's JSON array)
   std::string audit_log_file;  // <directory>/audit.jsonl: one JSON line per decision

@@ -29,7 +29,8 @@ std::shared_ptr<const policy::Policy> effectivePolicy(const nlohmann::json& requ
   } catch (const policy::PolicyError& e) {
     std::string message = std::string("mcp_allowlist: ") + e.what();
     if (!operator_allowlist.empty()) {
-      message += ". This server allows only: " + allowlistText(*policy::loadPolicy(operator_allowlist));
+      message +=
+          ". This server allows only: " + allowlistText(*policy::loadPolicy(operator_allowlist));
     }
     throw sandbox::SandboxError(message);
   }
@@ -37,8 +38,7 @@ std::shared_ptr<const policy::Policy> effectivePolicy(const nlohmann::json& requ
 
 McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        std::unique_ptr<sandbox::ScopedDirectory> directory,
-                       const std::string& session_id,
-                       std::shared_ptr<const policy::Policy> policy,
+                       const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
                        std::vector<std::string> limit_flags)
     : launcher_(launcher), directory_(std::move(directory)), policy_(std::move(policy)) {
   spec_.session_id = session_id;

@@ -25,9 +25,9 @@ inline constexpr const char* kMcpSocketEnv = "MCP_PROXY_SOCKET";
 class McpGateway {
  public:
   // Writes the policy into `directory` and starts the relay. Throws sandbox::SandboxError.
-  McpGateway(sandbox::SidecarLauncher& launcher, std::unique_ptr<sandbox::ScopedDirectory> directory,
-             const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
-             std::vector<std::string> limit_flags);
+  McpGateway(sandbox::SidecarLauncher& launcher,
+             std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
+             std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags);
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;

@@ -7,10 +7,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "policy/policy.h"
 #include "sandbox/backend.h"
@@ -35,8 +34,7 @@ class Session {
   using Clock = std::chrono::steady_clock;
 
   Session(std::string id, std::string owner, SessionOptions options,
-          std::unique_ptr<sandbox::Sandbox> sandbox,
-          std::unique_ptr<McpGateway> gateway = nullptr);
+          std::unique_ptr<sandbox::Sandbox> sandbox, std::unique_ptr<McpGateway> gateway = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

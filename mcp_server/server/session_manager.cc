@@ -1,7 +1,6 @@
 #include "server/session_manager.h"
 
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -192,11 +191,14 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
         "omit mcp_allowlist");
   }
   const auto& sidecar = config_.mcp.sidecar;
-  std::vector<std::string> limit_flags = {
-      "--upstream-connect-timeout-ms", std::to_string(sidecar.upstream_connect_timeout_ms),
-      "--upstream-idle-timeout-ms",    std::to_string(sidecar.upstream_idle_timeout_ms),
-      "--max-concurrent-requests",     std::to_string(sidecar.max_concurrent_requests),
-      "--max-body-bytes",              std::to_string(sidecar.max_body_bytes)};
+  std::vector<std::string> limit_flags = {"--upstream-connect-timeout-ms",
+                                          std::to_string(sidecar.upstream_connect_timeout_ms),
+                                          "--upstream-idle-timeout-ms",
+                                          std::to_string(sidecar.upstream_idle_timeout_ms),
+                                          "--max-concurrent-requests",
+                                          std::to_string(sidecar.max_concurrent_requests),
+                                          "--max-body-bytes",
+                                          std::to_string(sidecar.max_body_bytes)};
   // The relay writes its socket and audit log there: in a container it runs as sidecar.user,
   // as a child process it runs as the server.
   const std::string owner = services_.sidecars->mode() == "container"

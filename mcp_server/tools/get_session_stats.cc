@@ -60,8 +60,9 @@ Tool makeGetSessionStatsTool() {
         out.text = text;
         if (out.structured.contains("mcp")) {
           const auto& relay = out.structured["mcp"]["sidecar"];
-          out.text += "; MCP sidecar " + std::string(relay["running"].get<bool>() ? "running" : "stopped") +
-                      ": " + std::to_string(relay["allowed"].get<std::uint64_t>()) + " allowed, " +
+          out.text += "; MCP sidecar " +
+                      std::string(relay["running"].get<bool>() ? "running" : "stopped") + ": " +
+                      std::to_string(relay["allowed"].get<std::uint64_t>()) + " allowed, " +
                       std::to_string(relay["denied"].get<std::uint64_t>()) + " denied, " +
                       std::to_string(relay["errors"].get<std::uint64_t>()) + " failed upstream";
         }

@@ -1,11 +1,12 @@
 // The pure parts of a session's MCP access: counting audit decisions, the effective allowlist
 // (operator narrowing) and the mcp config section.
+#include "server/mcp_gateway.h"
+
 #include <gtest/gtest.h>
 
 #include "config/config.h"
 #include "sandbox/backend.h"
 #include "server/audit_tally.h"
-#include "server/mcp_gateway.h"
 
 namespace {
 
@@ -13,11 +14,14 @@ using nlohmann::json;
 
 TEST(AuditTally, CountsDecisionsAcrossSplitLines) {
   server::AuditTally tally;
-  const std::string log =
-      R"({"decision":"allow","status":200})" "\n"
-      R"({"decision":"deny","status":403})" "\n"
-      R"({"decision":"error","status":502})" "\n"
-      R"({"decision":"allow","status":200})" "\n";
+  const std::string log = R"({"decision":"allow","status":200})"
+                          "\n"
+                          R"({"decision":"deny","status":403})"
+                          "\n"
+                          R"({"decision":"error","status":502})"
+                          "\n"
+                          R"({"decision":"allow","status":200})"
+                          "\n";
   // Fed in awkward pieces, as a growing file is read.
   tally.consume(log.substr(0, 10));
   tally.consume(log.substr(10, 40));
@@ -77,8 +81,8 @@ TEST(EffectivePolicy, BadEntriesAreRefusedWithTheirIndex) {
 
 TEST(PolicyJson, RoundTripsThroughLoadPolicy) {
   const auto policy = server::effectivePolicy(
-      json::array({"http://a/mcp", {{"url", "https://b/x"}, {"methods", {"tools/call"}},
-                                    {"tools", {"search"}}}}),
+      json::array({"http://a/mcp",
+                   {{"url", "https://b/x"}, {"methods", {"tools/call"}}, {"tools", {"search"}}}}),
       json::array());
   const json text = policy::toJson(*policy);
   const auto again = policy::loadPolicy(text);

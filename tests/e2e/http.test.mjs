@@ -1,6 +1,8 @@
 // End to end over Streamable HTTP with the official MCP TypeScript client, plus the HTTP-level
 // guards (Origin, bearer token, body limit, session header) checked with raw requests.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import {
@@ -118,10 +120,35 @@ test('binding beyond loopback without a token is refused at start-up', () => {
   assert.match(res.stderr, /token/i);
 });
 
-test('a crashed server (SIGKILL) leaves no sandbox behind', async () => {
+test('a crashed server (SIGKILL) leaves no sandbox, sidecar or directory behind', async () => {
+  const runtimeRoot = '/run/sandbox-mcp';
+  const dirsBefore = new Set(fs.existsSync(runtimeRoot) ? fs.readdirSync(runtimeRoot) : []);
   const doomed = await startHttpServer();
   const { client } = await connectHttp(doomed.url);
-  const made = await call(client, 'run_code', { code: 'x = 1' });
+  const made = await call(client, 'run_code', {
+    code: 'x = 1', mcp_allowlist: ['http://127.0.0.1:9/mcp'],
+  });
+  const sid = made.structuredContent.session_id;
+  const kinds = (await containersOfSession(sid)).map((c) => c.Labels['sandbox-mcp.role'] ?? 'sandbox');
+  assert.deepEqual(kinds.sort(), ['sandbox', 'sidecar']);
+  const ownDirs = fs.readdirSync(runtimeRoot).filter((d) => !dirsBefore.has(d));
+  assert.equal(ownDirs.length, 1, 'the server made one run-time directory');
+  const exited = new Promise((resolve) => doomed.on('exit', resolve));
+  doomed.kill('SIGKILL');
+  await exited;
+  // The agent and the sidecar see their stdin close and exit; the engine removes both
+  // containers (AutoRemove).
+  await waitFor(async () => (await containersOfSession(sid)).length === 0, 20000, 'orphan removal');
+  // The dead server's directory goes when the next server starts.
+  assert.ok(fs.existsSync(path.join(runtimeRoot, ownDirs[0])));
+  const next = await startHttpServer();
+  try {
+    assert.equal(fs.existsSync(path.join(runtimeRoot, ownDirs[0])), false,
+      'the next server did not remove the dead server\'s run-time directory');
+  } finally {
+    await stopServer(next);
+  }
+});
   const sid = made.structuredContent.session_id;
   assert.equal((await containersOfSession(sid)).length, 1);
   const exited = new Promise((resolve) => doomed.on('exit', resolve));

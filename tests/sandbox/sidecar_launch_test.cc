@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "sandbox/backend.h"
 #include "sandbox/docker/container_config.h"
@@ -97,7 +99,8 @@ TEST(RuntimeDir, CreatesPrivateDirectoriesAndRemovesThem) {
     const auto python = dir.writePythonModule("m.py", "X = 1\n");
     EXPECT_TRUE(fs::exists(python + "/m.py"));
     {
-      auto session = dir.createSessionDir(std::to_string(getuid()) + ":" + std::to_string(getgid()));
+      auto session =
+          dir.createSessionDir(std::to_string(getuid()) + ":" + std::to_string(getgid()));
       session_path = session->path();
       EXPECT_TRUE(fs::is_directory(session_path + "/sock"));
       EXPECT_EQ(session_path.rfind(instance_path + "/s-", 0), 0U);
@@ -155,6 +158,41 @@ TEST(ProcessSidecarLauncher, ABadPolicyFailsWithTheRelaysOwnWords) {
     EXPECT_NE(std::string(e.what()).find("exited at start"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("ftp"), std::string::npos) << e.what();
   }
+  fs::remove_all(dir);
+}
+
+// What keeps a crashed server from leaving relays behind: with --exit-on-stdin-eof the relay
+// exits once the other end of its stdin closes (the server's pipe or attach connection).
+TEST(SandboxSidecar, ExitsWhenItsStdinCloses) {
+  const std::string dir = tempDir();
+  fs::create_directories(dir + "/sock");
+  std::ofstream(dir + "/policy.json") << R"(["http://127.0.0.1:9/mcp"])";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string socket = dir + "/sock/mcp.sock";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[0], STDIN_FILENO);
+    close(fds[1]);
+    execl(SANDBOX_SIDECAR_PATH, SANDBOX_SIDECAR_PATH, "--listen", socket.c_str(), "--policy",
+          (dir + "/policy.json").c_str(), "--audit-log", (dir + "/audit.jsonl").c_str(),
+          "--exit-on-stdin-eof", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[0]);
+  ASSERT_TRUE(waitForSocket(socket, 10000, [] { return true; }));
+  close(fds[1]);  // the "server" dies
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  pid_t reaped = 0;
+  while ((reaped = waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(reaped, pid) << "the relay outlived its server";
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(fs::exists(socket));  // it unlinks its socket on the way out
   fs::remove_all(dir);
 }
 

@@ -118,12 +118,13 @@ std::unique_ptr<Sidecar> DockerSidecarLauncher::launch(const SidecarSpec& spec) 
   }
   std::string id;
   try {
-    id = engine_
-             ->request(Method::kPost, "/containers/create?name=sandbox-mcp-sidecar-" + randomHex(12),
-                       sidecarContainerBody(spec, options_))
-             .json()
-             .at("Id")
-             .get<std::string>();
+    id =
+        engine_
+            ->request(Method::kPost, "/containers/create?name=sandbox-mcp-sidecar-" + randomHex(12),
+                      sidecarContainerBody(spec, options_))
+            .json()
+            .at("Id")
+            .get<std::string>();
   } catch (const EngineError& e) {
     if (e.isNotFound()) {
       throw SandboxError("the MCP sidecar image " + options_.image +
@@ -141,10 +142,9 @@ std::unique_ptr<Sidecar> DockerSidecarLauncher::launch(const SidecarSpec& spec) 
     sidecar.reset();
     forceRemoveContainer(*engine_, id);
     throw SandboxError(std::string("cannot start the MCP sidecar container: ") + e.what() +
-                       (options_.network == "host"
-                            ? ""
-                            : " (check that mcp.sidecar.network '" + options_.network +
-                                  "' exists)"));
+                       (options_.network == "host" ? ""
+                                                   : " (check that mcp.sidecar.network '" +
+                                                         options_.network + "' exists)"));
   }
   const std::string socket = spec.socket_dir + "/" + spec.socket_name;
   if (!waitForSocket(socket, options_.start_timeout_ms, [&] { return sidecar->running(); })) {
@@ -155,8 +155,8 @@ std::unique_ptr<Sidecar> DockerSidecarLauncher::launch(const SidecarSpec& spec) 
                        (exited ? "exited at start" : "did not open its socket in time") + ": " +
                        tail);
   }
-  logger().info("session {}: MCP sidecar {} listening on {}", spec.session_id,
-                sidecar->describe(), socket);
+  logger().info("session {}: MCP sidecar {} listening on {}", spec.session_id, sidecar->describe(),
+                socket);
   return sidecar;
 }
 
