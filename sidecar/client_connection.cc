@@ -8,6 +8,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 #include <utility>
 
@@ -54,6 +55,7 @@ void ClientConnection::close() {
 // ---- Reading the request (strand) -------------------------------------------------------------
 
 void ClientConnection::doReadHeader() {
+  keep_alive_ = false;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(state_->config.max_header_bytes));
   parser_->body_limit(state_->config.max_body_bytes);
@@ -137,6 +139,7 @@ InboundRequest ClientConnection::takeRequest() {
     return request;
   }
   auto message = parser_->release();
+  keep_alive_ = message.keep_alive();
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
   for (const auto& field : message) {
@@ -148,6 +151,7 @@ InboundRequest ClientConnection::takeRequest() {
 
 void ClientConnection::refuseUnread(unsigned status, const std::string& reason) {
   const auto request = takeRequest();
+  keep_alive_ = false;  // the rest of the request was never read: the connection cannot go on
   watchForClose();
   answerLocally(state_->handler, request, *this, status, "error", reason);
 }
@@ -177,19 +181,45 @@ void ClientConnection::dispatchRequest() {
   }
 }
 
-// Reads while the answer is produced only to notice the client leaving: EOF or an error marks
-// the client gone, and the worker cancels the upstream request. Bytes are discarded (one request
-// per connection). Uses the raw socket so that Beast's per-operation timeouts do not apply.
+// Reads while the answer is produced, to notice the client leaving: EOF or an error marks the
+// client gone, and the worker cancels the upstream request. Bytes that arrive meanwhile are the
+// client's next request (keep-alive) and are kept for it. Uses the raw socket so that Beast's
+// per-operation timeouts do not apply.
 void ClientConnection::watchForClose() {
-  stream_.socket().async_read_some(net::buffer(watch_buffer_),
-                                   [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                                     if (ec) {
-                                       self->markGone();
-                                       self->closeSocket();
-                                       return;
-                                     }
-                                     self->watchForClose();
-                                   });
+  stream_.socket().async_read_some(
+      net::buffer(watch_buffer_),
+      [self = shared_from_this()](beast::error_code ec, std::size_t bytes) {
+        self->onWatch(ec, bytes);
+      });
+}
+
+void ClientConnection::onWatch(beast::error_code ec, std::size_t bytes) {
+  if (ec && !(ec == net::error::operation_aborted && reusing_)) {
+    markGone();
+    closeSocket();
+    return;
+  }
+  early_bytes_.append(watch_buffer_.data(), bytes);
+  if (early_bytes_.size() > state_->config.max_header_bytes + state_->config.max_body_bytes) {
+    keep_alive_ = false;  // a client pipelining this much gets its answer, then a close
+    early_bytes_.clear();
+  }
+  if (reusing_) {
+    startNextRequest();
+    return;
+  }
+  watchForClose();
+}
+
+// The answer is out and the connection stays open: parse what the client sent meanwhile first.
+void ClientConnection::startNextRequest() {
+  reusing_ = false;
+  buffer_.clear();
+  const auto room = buffer_.prepare(early_bytes_.size());
+  std::memcpy(room.data(), early_bytes_.data(), early_bytes_.size());
+  buffer_.commit(early_bytes_.size());
+  early_bytes_.clear();
+  doReadHeader();
 }
 
 // ---- ResponseSink (worker thread) ---------------------------------------------------------------
@@ -201,7 +231,7 @@ void ClientConnection::sendComplete(unsigned status, HeaderList headers, std::st
   response->version(11);
   for (auto& [name, value] : headers) response->insert(name, value);
   response->set(http::field::content_type, content_type);
-  response->keep_alive(false);
+  response->keep_alive(keep_alive_);
   response->body() = std::move(body);
   response->prepare_payload();
   WriteItem item;
@@ -216,7 +246,7 @@ void ClientConnection::sendHead(unsigned status, HeaderList headers, bool has_bo
   header.result(status);
   header.version(11);
   for (auto& [name, value] : headers) header.insert(name, value);
-  header.set(http::field::connection, "close");
+  if (!keep_alive_) header.set(http::field::connection, "close");
   if (has_body) header.set(http::field::transfer_encoding, "chunked");
   std::ostringstream text;
   text << header;  // the status line and fields, ending with the empty line
@@ -357,6 +387,13 @@ void ClientConnection::onWrite(beast::error_code ec) {
     return;
   }
   if (last) {
+    if (keep_alive_.load() && !gone_.load()) {
+      // Cancel the watch; its handler (on this thread, after this) reads the next request.
+      reusing_ = true;
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);
+      return;
+    }
     linger();
     return;
   }

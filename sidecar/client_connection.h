@@ -93,6 +93,8 @@ class ClientConnection final : public ResponseSink,
   void dispatchRequest();
   [[nodiscard]] InboundRequest takeRequest();
   void watchForClose();
+  void onWatch(boost::beast::error_code ec, std::size_t bytes);
+  void startNextRequest();
 
   void post(WriteItem item);
   void doWrite();
@@ -114,7 +116,13 @@ class ClientConnection final : public ResponseSink,
   std::string pending_head_;  // worker thread: a head waiting to go out with the first bytes
   bool writing_ = false;
   bool closed_ = false;
+  // Keep-alive: set on the io thread before the request goes to a worker; cleared when the
+  // connection must close after this response (unread body, client pipelining too much).
+  std::atomic<bool> keep_alive_{false};  // read by the worker (sendHead/sendComplete)
+  bool reusing_ = false;  // the response is out; the watch is being cancelled to read the next
   std::array<char, 1024> watch_buffer_{};
+  std::string
+      early_bytes_;  // what the client sent while its answer was produced (the next request)
 
   std::atomic<bool> gone_{false};
   std::mutex flow_mutex_;

@@ -383,3 +383,51 @@ TEST_F(SidecarRelay, StopRemovesTheSocketFile) {
 }
 
 }  // namespace
+
+namespace {
+
+// Keep-alive: a client may send its next request on the same connection once it has the whole
+// answer (in a sandbox a Unix-socket connect costs a gVisor round trip). Allowed and denied
+// answers both keep the connection; curl reports whether it reused it.
+TEST_F(SidecarRelay, OneConnectionCarriesManyRequests) {
+  CURL* curl = curl_easy_init();
+  std::string body;
+  curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config_.listen_path.c_str());
+  curl_easy_setopt(
+      curl, CURLOPT_WRITEFUNCTION,
+      +[](char* data, std::size_t size, std::size_t count, void* user) {
+        static_cast<std::string*>(user)->append(data, size * count);
+        return size * count;
+      });
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  const std::vector<std::pair<std::string, long>> calls = {{origin() + "/ok/echo", 200},
+                                                           {origin() + "/not-listed", 403},
+                                                           {origin() + "/ok/echo", 200},
+                                                           {origin() + "/ok/redirect", 302},
+                                                           {origin() + "/ok/echo", 200}};
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    body.clear();
+    curl_easy_setopt(curl, CURLOPT_URL, calls[i].first.c_str());
+    ASSERT_EQ(curl_easy_perform(curl), CURLE_OK) << calls[i].first;
+    long status = 0;
+    long new_connections = -1;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
+    EXPECT_EQ(status, calls[i].second) << calls[i].first << ": " << body;
+    EXPECT_EQ(new_connections, i == 0 ? 1 : 0) << "request " << i << " opened a new connection";
+  }
+  curl_easy_cleanup(curl);
+  EXPECT_EQ(auditLines(calls.size()).size(), calls.size());
+}
+
+// A client that asks for Connection: close gets it (and a close), as before.
+TEST_F(SidecarRelay, ConnectionCloseIsHonoured) {
+  Call call;
+  call.url = origin() + "/ok/echo";
+  call.headers = {"Connection: close"};
+  const auto reply = perform(call);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.header("connection"), "close");
+}
+
+}  // namespace

@@ -40,6 +40,10 @@ class PolicyDenied(McpError):
     """The sidecar's allowlist refused the request (HTTP 403)."""
 
 
+class _StaleConnection(Exception):
+    """A kept-alive connection was closed before the request got any answer."""
+
+
 class _Response:
     def __init__(self, status, headers, body):
         self.status = status
@@ -67,24 +71,25 @@ def _read_exact(sock, buffer, size):
 
 
 def _read_body(sock, headers, rest):
+    """The body, and whether the connection may carry another request afterwards."""
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = b""
         while True:
             line, rest = _read_until(sock, rest, b"\r\n")
             size = int(line.split(b";")[0].strip() or b"0", 16)
             if size == 0:
-                _read_until(sock, rest, b"\r\n")  # trailers end with an empty line
-                return body
+                _, rest = _read_until(sock, rest, b"\r\n")  # trailers end with an empty line
+                return body, not rest  # bytes past the end would be a protocol error
             data, rest = _read_exact(sock, rest, size + 2)
             body += data[:-2]
     if "content-length" in headers:
-        body, _ = _read_exact(sock, rest, int(headers["content-length"]))
-        return body
+        body, rest = _read_exact(sock, rest, int(headers["content-length"]))
+        return body, not rest
     chunks = [rest]
     while True:
         chunk = sock.recv(65536)
         if not chunk:
-            return b"".join(chunks)
+            return b"".join(chunks), False
         chunks.append(chunk)
 
 
@@ -104,7 +109,11 @@ def _sse_messages(body):
 
 
 class Client:
-    """One MCP session with one server, through the sidecar (or directly, see connect())."""
+    """One MCP session with one server, through the sidecar (or directly, see connect()).
+
+    Requests reuse one connection (HTTP keep-alive): in a sandbox every new connection to the
+    sidecar costs a round trip through gVisor. Not thread-safe: use one Client per thread.
+    """
 
     def __init__(self, url, proxy_socket, timeout, protocol_version):
         parts = urlsplit(url)
@@ -115,6 +124,7 @@ class Client:
         self._proxy_socket = proxy_socket
         self._timeout = timeout
         self._next_id = 0
+        self._sock = None  # the kept-alive connection, if any
         self.session_id = None
         self.protocol_version = protocol_version
         self.server_info = None
@@ -153,7 +163,6 @@ class Client:
             "%s %s HTTP/1.1" % (method, target),
             "Host: %s" % self._parts.netloc.rpartition("@")[2],
             "Accept: application/json, text/event-stream",
-            "Connection: close",
             "MCP-Protocol-Version: %s" % self.protocol_version,
         ]
         if payload is not None:
@@ -161,21 +170,41 @@ class Client:
         if self.session_id:
             lines.append("Mcp-Session-Id: %s" % self.session_id)
         request = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-        sock = self._open()
+        reused = self._sock is not None
         try:
-            sock.sendall(request)
-            head, rest = _read_until(sock, b"", b"\r\n\r\n")
+            return self._exchange(request)
+        except _StaleConnection:
+            if not reused:
+                raise McpError("%s closed the connection without answering" % self.url)
+            # The kept-alive connection had been closed by the other side while idle; the
+            # request was never read, so sending it again on a new connection is safe.
+            return self._exchange(request)
+
+    def _exchange(self, request):
+        if self._sock is None:
+            self._sock = self._open()
+        sock, self._sock = self._sock, None  # put back only after a complete, reusable answer
+        try:
+            try:
+                sock.sendall(request)
+                head, rest = _read_until(sock, b"", b"\r\n\r\n")
+            except (McpError, BrokenPipeError, ConnectionResetError) as e:
+                raise _StaleConnection() from e
             status_line, *header_lines = head.decode("iso-8859-1").split("\r\n")
             status = int(status_line.split(" ", 2)[1])
             headers = {}
             for line in header_lines:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
-            return _Response(status, headers, _read_body(sock, headers, rest))
+            body, reusable = _read_body(sock, headers, rest)
+            if reusable and headers.get("connection", "").lower() != "close":
+                self._sock, sock = sock, None
+            return _Response(status, headers, body)
         except socket.timeout as e:
             raise McpError("no answer from %s within %s s" % (self.url, self._timeout)) from e
         finally:
-            sock.close()
+            if sock is not None:
+                sock.close()
 
     def _check(self, response):
         if 200 <= response.status < 300:
@@ -281,13 +310,16 @@ class Client:
         return self.request("tools/call", {"name": name, "arguments": arguments or {}})
 
     def close(self):
-        """Ends the MCP session on the server (best effort)."""
+        """Ends the MCP session on the server (best effort) and closes the connection."""
         if self.session_id:
             try:
                 self._http("DELETE")
             except (McpError, OSError):
                 pass
             self.session_id = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
     def __enter__(self):
         return self
