@@ -111,7 +111,7 @@ std::unique_ptr<ScopedDirectory> RuntimeDir::createSessionDir(const std::string&
 
 std::string RuntimeDir::writePythonModule(const std::string& file_name,
                                           const std::string& content) {
-  const std::string dir = path_ + "/python";
+  std::string dir = path_ + "/python";
   makeDirectory(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                          fs::perms::others_read | fs::perms::others_exec);
   const std::string file = dir + "/" + file_name;

@@ -86,7 +86,7 @@ void McpGateway::refreshTally() {
   std::ifstream in(spec_.audit_log_file, std::ios::binary);
   if (!in) return;
   in.seekg(static_cast<std::streamoff>(audit_offset_));
-  std::string chunk(64 * 1024, '\0');
+  std::string chunk(std::size_t{64} * 1024, '\0');
   while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
     const auto got = static_cast<std::size_t>(in.gcount());
     tally_.consume(std::string_view(chunk.data(), got));

@@ -15,7 +15,7 @@
 namespace sandbox::docker {
 namespace {
 
-constexpr std::int64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kMiB = std::int64_t{1024} * 1024;
 constexpr std::chrono::milliseconds kSendTimeout{5000};
 
 std::string randomHex(std::size_t digits) {
