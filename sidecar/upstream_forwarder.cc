@@ -226,19 +226,32 @@ ForwardResult outcomeOf(CURLcode code, const Exchange& exchange, const char* err
   return result;
 }
 
+// One libcurl handle per worker thread, reset before each request: its connection cache keeps
+// upstream connections alive between requests (a TCP connect per call would cost more than the
+// relay itself). A kept connection goes to an address the policy allowed when it was opened.
+CURL* workerHandle() {
+  thread_local const CurlHandle handle(curl_easy_init());
+  if (!handle) throw std::bad_alloc();
+  curl_easy_reset(handle.get());
+  return handle.get();
+}
+
 }  // namespace
 
 ForwardResult forwardUpstream(const ForwardRequest& request, const UpstreamLimits& limits,
                               ResponseSink& sink) {
-  const CurlHandle handle(curl_easy_init());
-  if (!handle) throw std::bad_alloc();
-  CURL* curl = handle.get();
+  CURL* curl = workerHandle();
   Exchange exchange(sink, limits, request.method == "HEAD");
   std::array<char, CURL_ERROR_SIZE> error_text{};
   const std::string url = request.url.toString();
   const Slist headers = buildHeaders(request);
   Slist pins;
-  if (!request.curl_resolve.empty()) pins.append(request.curl_resolve);
+  if (!request.curl_resolve.empty()) {
+    // The handle's DNS cache outlives the request: drop an earlier pin for this host:port first.
+    const auto port_end = request.curl_resolve.find(':', request.curl_resolve.find(':') + 1);
+    pins.append("-" + request.curl_resolve.substr(0, port_end));
+    pins.append(request.curl_resolve);
+  }
 
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   setPolicyOptions(curl, limits);
