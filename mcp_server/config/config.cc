@@ -230,10 +230,14 @@ void readMcp(ObjectReader& parent, McpConfig& out) {
     out.allowlist = *allowlist;
   }
   r.read("runtime_dir", out.runtime_dir);
+  r.read("audit_log", out.audit_log);
   readSidecar(r, out.sidecar);
   r.rejectUnknown();
   if (!out.runtime_dir.empty() && out.runtime_dir.front() != '/') {
     ObjectReader::fail("mcp.runtime_dir", "must be an absolute path");
+  }
+  if (!out.audit_log.empty() && out.audit_log.front() != '/') {
+    ObjectReader::fail("mcp.audit_log", "must be an absolute path");
   }
 }
 
@@ -315,6 +319,7 @@ json toJson(const ServerConfig& c) {
       {"mcp",
        {{"allowlist", c.mcp.allowlist},
         {"runtime_dir", c.mcp.runtime_dir},
+        {"audit_log", c.mcp.audit_log},
         {"sidecar",
          {{"mode", c.mcp.sidecar.mode},
           {"image", c.mcp.sidecar.image},

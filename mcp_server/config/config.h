@@ -99,6 +99,9 @@ struct McpConfig {
   // Per-session directories (sidecar socket, policy, audit log). Empty: /run/sandbox-mcp as root,
   // else $XDG_RUNTIME_DIR/sandbox-mcp, else /tmp/sandbox-mcp-<uid>.
   std::string runtime_dir;
+  // Where every session's audit lines are kept after the session ends (appended, JSON lines).
+  // Empty: they live in the session's directory and go with it.
+  std::string audit_log;
   SidecarConfig sidecar;
 };
 

@@ -39,8 +39,11 @@ std::shared_ptr<const policy::Policy> effectivePolicy(const nlohmann::json& requ
 McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        std::unique_ptr<sandbox::ScopedDirectory> directory,
                        const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
-                       std::vector<std::string> limit_flags)
-    : launcher_(launcher), directory_(std::move(directory)), policy_(std::move(policy)) {
+                       std::vector<std::string> limit_flags, std::string retained_audit_log)
+    : launcher_(launcher),
+      directory_(std::move(directory)),
+      policy_(std::move(policy)),
+      retained_audit_log_(std::move(retained_audit_log)) {
   spec_.session_id = session_id;
   spec_.directory = directory_->path();
   spec_.socket_dir = spec_.directory + "/sock";
@@ -59,7 +62,23 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
 
 McpGateway::~McpGateway() {
   std::lock_guard lock(mutex_);
-  sidecar_.reset();  // before the directory goes
+  sidecar_.reset();  // before the directory goes, and so the log is complete
+  retainAuditLog();
+}
+
+void McpGateway::retainAuditLog() noexcept {
+  if (retained_audit_log_.empty()) return;
+  // Sessions end concurrently: one appender at a time keeps their lines whole.
+  static std::mutex append_mutex;
+  const std::lock_guard lock(append_mutex);
+  std::ifstream in(spec_.audit_log_file, std::ios::binary);
+  std::ofstream out(retained_audit_log_, std::ios::binary | std::ios::app);
+  if (!out) {
+    spdlog::error("session {}: cannot append its audit log to {} (mcp.audit_log)", spec_.session_id,
+                  retained_audit_log_);
+    return;
+  }
+  if (in && in.peek() != std::ifstream::traits_type::eof()) out << in.rdbuf();
 }
 
 std::optional<std::string> McpGateway::ensureRunning() {

@@ -25,9 +25,11 @@ inline constexpr const char* kMcpSocketEnv = "MCP_PROXY_SOCKET";
 class McpGateway {
  public:
   // Writes the policy into `directory` and starts the relay. Throws sandbox::SandboxError.
+  // A non-empty `retained_audit_log` receives the session's audit lines when it ends.
   McpGateway(sandbox::SidecarLauncher& launcher,
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
-             std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags);
+             std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags,
+             std::string retained_audit_log = {});
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;
@@ -45,11 +47,13 @@ class McpGateway {
 
  private:
   void refreshTally();  // mutex_ held
+  void retainAuditLog() noexcept;
 
   sandbox::SidecarLauncher& launcher_;
   std::unique_ptr<sandbox::ScopedDirectory> directory_;
   std::shared_ptr<const policy::Policy> policy_;
   sandbox::SidecarSpec spec_;
+  std::string retained_audit_log_;
   std::mutex mutex_;
   std::unique_ptr<sandbox::Sidecar> sidecar_;
   int restarts_ = 0;

@@ -206,7 +206,8 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
                                 : std::to_string(::geteuid()) + ":" + std::to_string(::getegid());
   return std::make_unique<McpGateway>(*services_.sidecars,
                                       services_.runtime_dir->createSessionDir(owner), id,
-                                      options.mcp_policy, std::move(limit_flags));
+                                      options.mcp_policy, std::move(limit_flags),
+                                      config_.mcp.audit_log);
 }
 
 std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,

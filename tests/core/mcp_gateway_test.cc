@@ -3,6 +3,11 @@
 #include "server/mcp_gateway.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "config/config.h"
 #include "sandbox/backend.h"
@@ -92,6 +97,98 @@ TEST(PolicyJson, RoundTripsThroughLoadPolicy) {
   EXPECT_EQ(policy::toJson(*again), text);
 }
 
+// A launcher whose relays are flags the test flips (the real ones are tested in tests/sandbox and
+// end to end).
+class FakeLauncher final : public sandbox::SidecarLauncher {
+ public:
+  struct Relay final : sandbox::Sidecar {
+    Relay(std::shared_ptr<bool> up, int n) : up_(std::move(up)), n_(n) {}
+    bool running() override { return *up_; }
+    [[nodiscard]] std::string describe() const override { return "fake " + std::to_string(n_); }
+    std::shared_ptr<bool> up_;
+    int n_;
+  };
+  std::unique_ptr<sandbox::Sidecar> launch(const sandbox::SidecarSpec& spec) override {
+    last_spec = spec;
+    if (fail) throw sandbox::SandboxError("no relay today");
+    up = std::make_shared<bool>(true);
+    return std::make_unique<Relay>(up, ++launches);
+  }
+  [[nodiscard]] std::string mode() const override { return "fake"; }
+
+  sandbox::SidecarSpec last_spec;
+  std::shared_ptr<bool> up;
+  int launches = 0;
+  bool fail = false;
+};
+
+std::string tempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gateway-XXXXXX").string();
+  return mkdtemp(pattern.data());
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(McpGateway, WritesThePolicyStartsTheRelayCountsAndKeepsTheAuditLog) {
+  const std::string root = tempDir();
+  const std::string dir = root + "/s-1";
+  std::filesystem::create_directories(dir + "/sock");
+  FakeLauncher launcher;
+  auto policy = server::effectivePolicy(json{"http://localhost:8265/mcp"}, json::array());
+  const std::string allow = "{\"decision\":\"allow\"}\n";
+  const std::string deny = "{\"decision\":\"deny\"}\n";
+  {
+    server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir), "s1",
+                               policy, {"--max-body-bytes", "2048"}, root + "/kept.jsonl");
+    EXPECT_EQ(launcher.launches, 1);
+    EXPECT_EQ(gateway.socketDir(), dir + "/sock");
+    EXPECT_EQ(launcher.last_spec.limit_flags,
+              (std::vector<std::string>{"--max-body-bytes", "2048"}));
+    EXPECT_EQ(json::parse(readAll(dir + "/policy.json")), policy::toJson(*policy));
+
+    std::ofstream(dir + "/audit.jsonl") << allow << deny;
+    auto stats = gateway.stats();
+    EXPECT_EQ(stats["sidecar"]["allowed"], 1);
+    EXPECT_EQ(stats["sidecar"]["denied"], 1);
+    EXPECT_EQ(stats["sidecar"]["running"], true);
+    EXPECT_EQ(stats["allowlist"], policy::toJson(*policy));
+    std::ofstream(dir + "/audit.jsonl", std::ios::app) << allow;
+    EXPECT_EQ(gateway.stats()["sidecar"]["allowed"], 2);  // reads only what was appended
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "the session directory outlived the session";
+  EXPECT_EQ(readAll(root + "/kept.jsonl"), allow + deny + allow);  // mcp.audit_log keeps it
+  std::filesystem::remove_all(root);
+}
+
+TEST(McpGateway, RestartsADeadRelayAndSaysSo) {
+  const std::string dir = tempDir();
+  FakeLauncher launcher;
+  server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir), "s1",
+                             server::effectivePolicy(json{"http://a/mcp"}, json::array()), {});
+  EXPECT_EQ(gateway.ensureRunning(), std::nullopt);
+  *launcher.up = false;  // the relay was killed
+  const auto notice = gateway.ensureRunning();
+  ASSERT_TRUE(notice.has_value());
+  EXPECT_NE(notice->find("restarted as fake 2"), std::string::npos) << *notice;
+  EXPECT_EQ(gateway.stats()["sidecar"]["restarts"], 1);
+
+  *launcher.up = false;
+  launcher.fail = true;
+  try {
+    (void)gateway.ensureRunning();
+    FAIL() << "a failed restart went unreported";
+  } catch (const sandbox::SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("could not be restarted"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("no relay today"), std::string::npos);
+  }
+  EXPECT_EQ(gateway.stats()["sidecar"]["running"], false);
+}
+
 TEST(McpConfig, DefaultsAreContainerModeOnTheHostNetwork) {
   const auto cfg = config::fromJson(json::object());
   EXPECT_EQ(cfg.mcp.sidecar.mode, "container");
@@ -114,6 +211,7 @@ TEST(McpConfig, RejectsBadSettingsNamingTheField) {
             std::string::npos);
   EXPECT_NE(error({{"allowlist", {"gopher://x/"}}}).find("mcp.allowlist"), std::string::npos);
   EXPECT_NE(error({{"runtime_dir", "relative"}}).find("mcp.runtime_dir"), std::string::npos);
+  EXPECT_NE(error({{"audit_log", "audit.jsonl"}}).find("mcp.audit_log"), std::string::npos);
   EXPECT_NE(error({{"sidecar", {{"colour", 1}}}}).find("mcp.sidecar.colour"), std::string::npos);
 }
 
