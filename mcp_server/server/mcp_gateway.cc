@@ -55,9 +55,13 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
     out << policy::toJson(*policy_).dump(2) << '\n';
     if (!out) throw sandbox::SandboxError("cannot write " + spec_.policy_file);
   }
+}
+
+void McpGateway::start() {
+  std::lock_guard lock(mutex_);
   sidecar_ = launcher_.launch(spec_);
-  spdlog::warn("session {}: code may reach these MCP servers through sidecar {}: {}", session_id,
-               sidecar_->describe(), allowlistText(*policy_));
+  spdlog::warn("session {}: code may reach these MCP servers through sidecar {}: {}",
+               spec_.session_id, sidecar_->describe(), allowlistText(*policy_));
 }
 
 McpGateway::~McpGateway() {

@@ -24,7 +24,7 @@ inline constexpr const char* kMcpSocketEnv = "MCP_PROXY_SOCKET";
 
 class McpGateway {
  public:
-  // Writes the policy into `directory` and starts the relay. Throws sandbox::SandboxError.
+  // Writes the policy into `directory`; start() starts the relay. Throws sandbox::SandboxError.
   // A non-empty `retained_audit_log` receives the session's audit lines when it ends.
   McpGateway(sandbox::SidecarLauncher& launcher,
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
@@ -34,7 +34,10 @@ class McpGateway {
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;
 
-  // Host directory to mount at kMcpSocketMount.
+  // Starts the relay; returns once its socket accepts connections. Throws SandboxError.
+  void start();
+
+  // Host directory to mount at kMcpSocketMount (known before start()).
   [[nodiscard]] const std::string& socketDir() const noexcept { return spec_.socket_dir; }
   [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
 

@@ -204,10 +204,9 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
   const std::string owner = services_.sidecars->mode() == "container"
                                 ? sidecar.user
                                 : std::to_string(::geteuid()) + ":" + std::to_string(::getegid());
-  return std::make_unique<McpGateway>(*services_.sidecars,
-                                      services_.runtime_dir->createSessionDir(owner), id,
-                                      options.mcp_policy, std::move(limit_flags),
-                                      config_.mcp.audit_log);
+  return std::make_unique<McpGateway>(
+      *services_.sidecars, services_.runtime_dir->createSessionDir(owner), id, options.mcp_policy,
+      std::move(limit_flags), config_.mcp.audit_log);
 }
 
 std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
@@ -237,7 +236,18 @@ std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
     log()->info("session {}: mounting host {} at {} ({})", id, volume.host_path,
                 volume.container_path, volume.read_only ? "ro" : "rw");
   }
-  auto sandbox = backend_.create(spec);
+  // The relay starts while the sandbox is created (both take a container start); the socket
+  // shows up in the already-mounted directory.
+  std::future<void> relay;
+  if (gateway) relay = std::async(std::launch::async, [&gateway] { gateway->start(); });
+  std::unique_ptr<sandbox::Sandbox> sandbox;
+  try {
+    sandbox = backend_.create(spec);
+  } catch (...) {
+    if (relay.valid()) relay.wait();  // the gateway (and its relay) is destroyed on the way out
+    throw;
+  }
+  if (relay.valid()) relay.get();  // a relay that failed fails the session; the sandbox goes too
   log()->info("session {} created: container {} image {} runtime {}", id, sandbox->id(), spec.image,
               spec.runtime);
   return std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));

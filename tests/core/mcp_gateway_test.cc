@@ -145,6 +145,8 @@ TEST(McpGateway, WritesThePolicyStartsTheRelayCountsAndKeepsTheAuditLog) {
   {
     server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir), "s1",
                                policy, {"--max-body-bytes", "2048"}, root + "/kept.jsonl");
+    EXPECT_EQ(launcher.launches, 0);
+    gateway.start();
     EXPECT_EQ(launcher.launches, 1);
     EXPECT_EQ(gateway.socketDir(), dir + "/sock");
     EXPECT_EQ(launcher.last_spec.limit_flags,
@@ -170,6 +172,7 @@ TEST(McpGateway, RestartsADeadRelayAndSaysSo) {
   FakeLauncher launcher;
   server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir), "s1",
                              server::effectivePolicy(json{"http://a/mcp"}, json::array()), {});
+  gateway.start();
   EXPECT_EQ(gateway.ensureRunning(), std::nullopt);
   *launcher.up = false;  // the relay was killed
   const auto notice = gateway.ensureRunning();
