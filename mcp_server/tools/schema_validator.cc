@@ -114,6 +114,11 @@ std::optional<std::string> validateAgainstSchema(const json& value, const json& 
   if (auto error = checkScalarBounds(value, schema, path)) return error;
   if (value.is_object()) return checkObject(value, schema, path);
   if (value.is_array()) {
+    if (const auto m = schema.find("maxItems");
+        m != schema.end() && value.size() > m->get<size_t>()) {
+      return path + ": must have at most " + m->dump() + " items (got " +
+             std::to_string(value.size()) + ")";
+    }
     if (const auto items = schema.find("items"); items != schema.end()) {
       for (std::size_t i = 0; i < value.size(); ++i) {
         const auto item_path = path + "[" + std::to_string(i) + "]";

@@ -13,7 +13,7 @@ const json kSchema = {
       {"timeout", {{"type", "integer"}, {"minimum", 1}, {"maximum", 600}}},
       {"encoding", {{"type", "string"}, {"enum", {"utf-8", "base64"}}}},
       {"env", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
-      {"list", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+      {"list", {{"type", "array"}, {"maxItems", 3}, {"items", {{"type", "string"}}}}},
       {"result", {{"type", {"string", "null"}}}}}},
     {"required", {"code"}},
     {"additionalProperties", false}};
@@ -59,6 +59,9 @@ TEST(SchemaValidator, Table) {
       {"array items",
        {{"code", "x"}, {"list", {"a", 2}}},
        "arguments.list[1]: must be a string (got integer)"},
+      {"too many items",
+       {{"code", "x"}, {"list", {"a", "b", "c", "d"}}},
+       "arguments.list: must have at most 3 items (got 4)"},
       {"type union",
        {{"code", "x"}, {"result", 3}},
        "arguments.result: must be one of the types [\"string\",\"null\"] (got integer)"},
