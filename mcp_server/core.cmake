@@ -6,6 +6,7 @@ add_library(mcp_core STATIC
   server/mcp_server.cc
   server/session.cc
   server/session_manager.cc
+  server/warm_pool.cc
   server/volume_policy.cc
   tools/cleanup_session.cc
   tools/download_file.cc
@@ -13,6 +14,7 @@ add_library(mcp_core STATIC
   tools/get_session_stats.cc
   tools/list_files.cc
   tools/list_sessions.cc
+  tools/output_forwarder.cc
   tools/register_builtin_tools.cc
   tools/run_code.cc
   tools/run_shell.cc

@@ -222,10 +222,17 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   spdlog::info("sandboxes use runtime {} and image {}", sessions.resolveRuntime(),
                cfg.sandbox.image);
   auto mcp = std::make_shared<server::McpServer>(cfg, sessions, registry);
+  if (cfg.pool.size > 0) {
+    spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size)",
+                 cfg.pool.size);
+  }
+  // Every running execution holds a worker; the rest answer quick calls and "busy" errors.
+  const auto max_workers = static_cast<std::size_t>(cfg.execution.max_concurrent) + 16;
 
   if (options.mode == Mode::kStdio) {
     transport::StdioTransportOptions stdio_options;
     stdio_options.max_message_bytes = static_cast<std::size_t>(cfg.stdio.max_message_bytes);
+    stdio_options.max_worker_threads = max_workers;
     transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, mcp, stdio_options);
     signals.onSignal([&] { stdio.stop(); });
     spdlog::info("serving MCP over stdio");
@@ -238,6 +245,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     http.token = readToken(options);
     if (!cfg.http.allowed_origins.empty()) http.allowed_origins = cfg.http.allowed_origins;
     http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
+    http.max_worker_threads = max_workers;
     http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
     transport::HttpTransport server(mcp, http);
     server.start();

@@ -113,7 +113,9 @@ void readExecution(ObjectReader& parent, ExecutionConfig& out) {
   r.read("max_timeout_s", out.max_timeout_s);
   r.read("max_output_bytes", out.max_output_bytes);
   r.read("max_file_bytes", out.max_file_bytes);
+  r.read("max_concurrent", out.max_concurrent);
   r.rejectUnknown();
+  requireAtLeast(out.max_concurrent, 1, "execution.max_concurrent");
   requireAtLeast(out.default_timeout_s, 1, "execution.default_timeout_s");
   requireAtLeast(out.max_timeout_s, out.default_timeout_s, "execution.max_timeout_s");
   requireAtLeast(out.max_output_bytes, 1024, "execution.max_output_bytes");
@@ -132,6 +134,16 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.rejectUnknown();
   requireAtLeast(out.max_sessions, 1, "sessions.max_sessions");
   requireAtLeast(out.idle_timeout_s, 1, "sessions.idle_timeout_s");
+}
+
+void readPool(ObjectReader& parent, PoolConfig& out) {
+  const json* node = parent.child("pool");
+  if (!node) return;
+  ObjectReader r(*node, "pool");
+  r.read("size", out.size);
+  r.rejectUnknown();
+  requireAtLeast(out.size, 0, "pool.size");
+  if (out.size > 64) ObjectReader::fail("pool.size", "must be <= 64");
 }
 
 void readVolumes(ObjectReader& parent, VolumesConfig& out) {
@@ -250,6 +262,7 @@ ServerConfig fromJson(const json& document) {
   readSandbox(root, config.sandbox);
   readExecution(root, config.execution);
   readSessions(root, config.sessions);
+  readPool(root, config.pool);
   readVolumes(root, config.volumes);
   readHttp(root, config.http);
   readStdio(root, config.stdio);
@@ -306,9 +319,11 @@ json toJson(const ServerConfig& c) {
        {{"default_timeout_s", c.execution.default_timeout_s},
         {"max_timeout_s", c.execution.max_timeout_s},
         {"max_output_bytes", c.execution.max_output_bytes},
-        {"max_file_bytes", c.execution.max_file_bytes}}},
+        {"max_file_bytes", c.execution.max_file_bytes},
+        {"max_concurrent", c.execution.max_concurrent}}},
       {"sessions",
        {{"max_sessions", c.sessions.max_sessions}, {"idle_timeout_s", c.sessions.idle_timeout_s}}},
+      {"pool", {{"size", c.pool.size}}},
       {"volumes", {{"allowed_host_dirs", dirs}}},
       {"http",
        {{"path", c.http.path},

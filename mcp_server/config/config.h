@@ -48,11 +48,21 @@ struct ExecutionConfig {
   std::int64_t max_timeout_s = 600;
   std::int64_t max_output_bytes = 1024LL * 1024;     // per stream, per execution
   std::int64_t max_file_bytes = 32LL * 1024 * 1024;  // upload_file / download_file
+  // Executions (run_code, run_shell) running at once, server-wide; past it a call gets a "busy"
+  // tool error at once instead of queueing without bound.
+  std::int64_t max_concurrent = 64;
 };
 
 struct SessionsConfig {
   std::int64_t max_sessions = 64;
   std::int64_t idle_timeout_s = 900;
+};
+
+// Ready sandboxes of the default profile (sandbox.image, runtime, limits; no environment,
+// volumes or mcp_allowlist), so a new session skips the container start. A pooled sandbox serves
+// one session only and is destroyed with it.
+struct PoolConfig {
+  std::int64_t size = 2;  // 0 disables the pool
 };
 
 struct VolumesConfig {
@@ -61,13 +71,13 @@ struct VolumesConfig {
 
 struct HttpConfig {
   std::string path = "/mcp";
-  std::int64_t max_body_bytes = 4LL * 1024 * 1024;
+  std::int64_t max_body_bytes = 48LL * 1024 * 1024;  // fits a 32 MiB upload in base64
   std::vector<std::string> allowed_origins;  // empty: loopback origins only
   std::int64_t session_idle_timeout_s = 1800;
 };
 
 struct StdioConfig {
-  std::int64_t max_message_bytes = 16LL * 1024 * 1024;  // one JSON-RPC line
+  std::int64_t max_message_bytes = 48LL * 1024 * 1024;  // one JSON-RPC line; fits 32 MiB uploads
 };
 
 // How each session's MCP sidecar runs (sidecar/README.md).
@@ -110,6 +120,7 @@ struct ServerConfig {
   SandboxConfig sandbox;
   ExecutionConfig execution;
   SessionsConfig sessions;
+  PoolConfig pool;
   VolumesConfig volumes;
   HttpConfig http;
   StdioConfig stdio;

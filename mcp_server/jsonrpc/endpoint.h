@@ -36,6 +36,10 @@ class Endpoint {
   // The client went away (stdio EOF, HTTP DELETE, idle expiry): release what it owns.
   virtual void close() = 0;
 
+  // Requests with the same non-empty key are handled one at a time, in the order they arrived
+  // (MCP: tool calls naming the same sandbox session). Empty: no ordering.
+  [[nodiscard]] virtual std::string orderingKey(const json& /*message*/) const { return {}; }
+
   // Negotiated protocol version once initialize succeeded, else empty.
   [[nodiscard]] virtual std::string protocolVersion() const = 0;
 };

@@ -67,6 +67,17 @@ std::optional<json> McpEndpoint::handle(const json& message, jsonrpc::RequestCon
   return dispatcher_.handle(message, ctx);
 }
 
+std::string McpEndpoint::orderingKey(const json& message) const {
+  if (!message.is_object() || message.value("method", json()) != "tools/call") return {};
+  const auto params = message.find("params");
+  if (params == message.end() || !params->is_object()) return {};
+  const auto arguments = params->find("arguments");
+  if (arguments == params->end() || !arguments->is_object()) return {};
+  const auto session = arguments->find("session_id");
+  if (session == arguments->end() || !session->is_string() || session->empty()) return {};
+  return "session\n" + session->get<std::string>();
+}
+
 std::string McpEndpoint::protocolVersion() const {
   std::lock_guard lock(mutex_);
   return protocol_version_;
@@ -134,6 +145,10 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
     progress_token = meta->value("progressToken", json(nullptr));
   }
   tools::ToolContext ctx{owner_, *token, sessions_, config_, call.transport.notify, progress_token};
+  {
+    std::lock_guard lock(mutex_);
+    ctx.client_logs_output = client_log_level_ >= 0 && client_log_level_ <= logLevelIndex("info");
+  }
   const auto started = std::chrono::steady_clock::now();
   json result = tools_.call(name->get<std::string>(), arguments, ctx);
   const double ms =

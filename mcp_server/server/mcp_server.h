@@ -43,6 +43,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
                                       jsonrpc::RequestContext& ctx) override;
   void close() override;
   [[nodiscard]] std::string protocolVersion() const override;
+  // tools/call naming a session_id: calls to one session run in arrival order.
+  [[nodiscard]] std::string orderingKey(const jsonrpc::json& message) const override;
 
  private:
   jsonrpc::json initialize(const jsonrpc::json& params);

@@ -49,6 +49,9 @@ class Session {
   [[nodiscard]] double uptimeSeconds() const noexcept;
   [[nodiscard]] double idleSeconds() const noexcept;
   [[nodiscard]] std::uint64_t executionCount() const noexcept { return executions_.load(); }
+  // Whether the sandbox came ready from the warm pool (no container start for this session).
+  [[nodiscard]] bool warmStart() const noexcept { return warm_start_; }
+  void setWarmStart(bool warm) noexcept { warm_start_ = warm; }
 
   void countExecution() noexcept { executions_.fetch_add(1); }
   void touch() noexcept { last_used_ns_.store(Clock::now().time_since_epoch().count()); }
@@ -68,6 +71,7 @@ class Session {
   std::atomic<Clock::rep> last_used_ns_;
   std::atomic<std::uint64_t> executions_{0};
   std::atomic<int> users_{0};
+  bool warm_start_ = false;  // set once, before the session is shared
 };
 
 // Keeps a session marked in use for a scope.

@@ -72,7 +72,21 @@ SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Back
     : config_(config),
       backend_(backend),
       services_(std::move(services)),
-      reaper_([this] { reapLoop(); }) {}
+      slots_(static_cast<std::size_t>(config.execution.max_concurrent)),
+      reaper_([this] { reapLoop(); }) {
+  if (config_.pool.size > 0) {
+    WarmPoolOptions options;
+    options.size = static_cast<std::size_t>(config_.pool.size);
+    pool_ = std::make_unique<WarmPool>(
+        backend_,
+        [this] {
+          auto spec = baseSpec(SessionOptions{});
+          spec.labels["sandbox-mcp.pool"] = "1";
+          return spec;
+        },
+        options);
+  }
+}
 
 SessionManager::~SessionManager() { shutdown(); }
 
@@ -209,9 +223,7 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
       std::move(limit_flags), config_.mcp.audit_log);
 }
 
-std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
-                                                       const std::string& id,
-                                                       const SessionOptions& options) {
+sandbox::SandboxSpec SessionManager::baseSpec(const SessionOptions& options) {
   sandbox::SandboxSpec spec;
   spec.runtime = resolveRuntime();
   spec.image = resolveImage(options);
@@ -225,8 +237,15 @@ std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
   spec.user = config_.sandbox.user;
   spec.workdir = config_.sandbox.workdir;
   spec.read_only_root = config_.sandbox.read_only_root;
-  spec.labels["sandbox-mcp.session"] = id;
   spec.python_helper_dir = services_.python_helper_dir;
+  return spec;
+}
+
+std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
+                                                       const std::string& id,
+                                                       const SessionOptions& options) {
+  sandbox::SandboxSpec spec = baseSpec(options);
+  spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {
     spec.volumes.push_back({gateway->socketDir(), kMcpSocketMount, /*read_only=*/true});
@@ -241,16 +260,23 @@ std::shared_ptr<Session> SessionManager::createSession(const std::string& owner,
   std::future<void> relay;
   if (gateway) relay = std::async(std::launch::async, [&gateway] { gateway->start(); });
   std::unique_ptr<sandbox::Sandbox> sandbox;
+  // A session with a relay needs its socket directory mounted at creation: always cold.
+  if (pool_ && !gateway) sandbox = pool_->take(spec);
+  const bool warm = sandbox != nullptr;
   try {
-    sandbox = backend_.create(spec);
+    if (!sandbox) sandbox = backend_.create(spec);
   } catch (...) {
     if (relay.valid()) relay.wait();  // the gateway (and its relay) is destroyed on the way out
     throw;
   }
   if (relay.valid()) relay.get();  // a relay that failed fails the session; the sandbox goes too
-  log()->info("session {} created: container {} image {} runtime {}", id, sandbox->id(), spec.image,
+  log()->info("session {} {}: container {} image {} runtime {}", id,
+              warm ? "claimed a pooled sandbox" : "created", sandbox->id(), spec.image,
               spec.runtime);
-  return std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));
+  auto session =
+      std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));
+  session->setWarmStart(warm);
+  return session;
 }
 
 std::shared_ptr<Session> SessionManager::find(const std::string& owner, const std::string& id) {
@@ -386,7 +412,22 @@ void SessionManager::reapLoop() {
   }
 }
 
+ExecutionSlots::Slot SessionManager::claimExecutionSlot() {
+  auto slot = slots_.tryClaim();
+  if (!slot) {
+    throw SandboxError("busy: " + std::to_string(slots_.capacity()) +
+                       " executions are already running on this server "
+                       "(execution.max_concurrent). Retry in a moment; the session is unchanged.");
+  }
+  return std::move(*slot);
+}
+
+WarmPool::Stats SessionManager::poolStats() {
+  return pool_ ? pool_->stats() : WarmPool::Stats{};
+}
+
 void SessionManager::shutdown() {
+  if (pool_) pool_->stop();
   std::vector<Pending> doomed;
   {
     std::lock_guard lock(mutex_);

@@ -18,7 +18,9 @@
 #include "sandbox/backend.h"
 #include "sandbox/runtime_dir.h"
 #include "sandbox/sidecar.h"
+#include "server/execution_slots.h"
 #include "server/session.h"
+#include "server/warm_pool.h"
 
 namespace server {
 
@@ -64,6 +66,13 @@ class SessionManager {
   [[nodiscard]] std::string resolveRuntime();
   void shutdown();
 
+  // One of the server's execution.max_concurrent slots, held for the life of the returned
+  // guard; throws a "busy" SandboxError when all are taken.
+  [[nodiscard]] ExecutionSlots::Slot claimExecutionSlot();
+  [[nodiscard]] ExecutionSlots& executionSlots() noexcept { return slots_; }
+  // Zeros when the pool is disabled (pool.size 0).
+  [[nodiscard]] WarmPool::Stats poolStats();
+
   // Validates a caller-chosen session id (letters, digits, "-", "_", ".", 1-64 chars).
   [[nodiscard]] static std::optional<std::string> checkSessionId(const std::string& id);
 
@@ -76,6 +85,8 @@ class SessionManager {
   std::shared_ptr<Session> createSession(const std::string& owner, const std::string& id,
                                          const SessionOptions& options);
   [[nodiscard]] std::string resolveImage(const SessionOptions& options);
+  // The spec every session with these options gets, before session-specific labels and mounts.
+  [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options);
   [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,
                                                         const SessionOptions& options);
   void reapLoop();
@@ -90,6 +101,8 @@ class SessionManager {
   bool stopping_ = false;
   std::unordered_map<std::string, Pending> sessions_;
   std::optional<std::string> runtime_;  // resolved once, on first use
+  ExecutionSlots slots_;
+  std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
   std::thread reaper_;
 };
 

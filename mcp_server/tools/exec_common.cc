@@ -4,6 +4,7 @@
 
 #include "common/random_id.h"
 #include "server/session_manager.h"
+#include "tools/output_forwarder.h"
 #include "tools/session_options.h"
 
 namespace tools {
@@ -106,6 +107,7 @@ json execOutputSchema() {
 ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKind kind,
                         const std::string& code) {
   const auto parsed = parseSessionOptions(arguments, ctx.config);
+  const auto slot = ctx.sessions.claimExecutionSlot();
   const std::string requested_id = arguments.value("session_id", "");
   auto acquired = ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given);
   server::SessionUse session(acquired.session);
@@ -124,10 +126,12 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   request.timeout =
       std::chrono::seconds(arguments.value("timeout", ctx.config.execution.default_timeout_s));
   request.max_output_bytes = static_cast<std::size_t>(ctx.config.execution.max_output_bytes);
+  OutputForwarder forwarder(ctx);
+  request.stream = forwarder.enabled();
 
   sandbox::ExecResult result;
   try {
-    result = session->sandbox().exec(request, ctx.cancel, {});
+    result = session->sandbox().exec(request, ctx.cancel, forwarder.callback());
   } catch (const sandbox::SandboxError& e) {
     if (!session->sandbox().alive()) {
       ctx.sessions.forget(acquired.session);

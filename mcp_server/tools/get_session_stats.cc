@@ -8,7 +8,7 @@ Tool makeGetSessionStatsTool() {
       "get_session_stats",
       "Session statistics",
       "Statistics of a session: executions so far, creation time, uptime, container status, "
-      "image and runtime; for sessions with an mcp_allowlist, the enforced allowlist and the "
+      "image and runtime, whether it started from the warm pool; for sessions with an mcp_allowlist, the enforced allowlist and the "
       "MCP sidecar's counters (requests allowed, denied, failed upstream).",
       {{"type", "object"},
        {"properties", {{"session_id", {{"type", "string"}}}}},
@@ -25,6 +25,9 @@ Tool makeGetSessionStatsTool() {
          {"container_id", {{"type", "string"}}},
          {"image", {{"type", "string"}}},
          {"runtime", {{"type", "string"}}},
+         {"warm_start",
+          {{"type", "boolean"},
+           {"description", "the sandbox came ready from the warm pool (no container start)"}}},
          {"mcp_allowlist", {{"type", "array"}, {"description", "as the session was created"}}},
          {"mcp",
           {{"type", "object"},
@@ -49,6 +52,7 @@ Tool makeGetSessionStatsTool() {
                           {"container_id", box.id()},
                           {"image", box.image()},
                           {"runtime", box.runtime()},
+                          {"warm_start", session->warmStart()},
                           {"mcp_allowlist", session->options().mcp_allowlist}};
         if (auto* gateway = session->mcpGateway()) out.structured["mcp"] = gateway->stats();
         char text[256];

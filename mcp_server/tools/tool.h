@@ -49,6 +49,8 @@ struct ToolContext {
   // Sends an MCP notification to the client for this request (progress, log lines); may be empty.
   std::function<void(const json& notification)> notify;
   json progress_token;  // from the request's _meta, or null
+  // The client set logging/setLevel to info or below: execution output is sent as log messages.
+  bool client_logs_output = false;
 };
 
 using ToolHandler = std::function<ToolResult(const json& arguments, ToolContext& ctx)>;

@@ -255,6 +255,11 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
   const bool lightweight = !opens_session && isLightweight(message);
   // std::function needs a copyable job; the lease is shared by the copies and released with them.
   auto shared_lease = std::make_shared<std::optional<SessionRegistry::Lease>>(std::move(lease));
+  // The pool is shared by every MCP session: the key names this one too.
+  std::string key;
+  if (!lightweight && endpoint) {
+    if (auto own = endpoint->orderingKey(message); !own.empty()) key = session_id + '\n' + own;
+  }
   auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
               endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session] {
     if (opens_session) {
@@ -265,7 +270,7 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
   };
   // A cancellation must reach the endpoint even while every request worker is busy.
   WorkerPool& pool = lightweight ? context_->control_pool : context_->pool;
-  if (!pool.submit(std::move(job))) {
+  if (!pool.submit(std::move(job), key)) {
     awaiting_handler_ = false;
     respondError(http::status::service_unavailable, kServerError,
                  "Service Unavailable: the server is shutting down", {}, true);

@@ -36,7 +36,7 @@ struct HttpServerContext {
       : factory(std::move(endpoint_factory)),
         options(std::move(transport_options)),
         guard(std::move(guard_config)),
-        pool(options.worker_threads, "http-workers"),
+        pool(options.worker_threads, options.max_worker_threads, "http-workers"),
         control_pool(2, "http-control") {}
 
   std::shared_ptr<jsonrpc::EndpointFactory> factory;

@@ -32,7 +32,8 @@ struct HttpTransportOptions {
   std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;       // config: http.max_body_bytes
   std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // then endpoint->close()
   std::size_t io_threads = 1;                                      // socket I/O only; never blocks
-  std::size_t worker_threads = 8;                                  // run Endpoint::handle/close
+  std::size_t worker_threads = 8;       // run Endpoint::handle/close; started up front
+  std::size_t max_worker_threads = 80;  // grown to when requests would wait (WorkerPool)
   // Bound on waiting for a request's header (also the keep-alive idle time), then its body.
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{30'000};  // per write

@@ -48,7 +48,7 @@ StdioTransport::StdioTransport(int in_fd, int out_fd,
       out_fd_(out_fd),
       factory_(std::move(factory)),
       options_(options),
-      pool_(options.worker_threads, "stdio-workers") {
+      pool_(options.worker_threads, options.max_worker_threads, "stdio-workers") {
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw std::system_error(errno, std::generic_category(), "stdio transport: pipe2 for stop()");
   }
@@ -133,6 +133,7 @@ void StdioTransport::dispatchMessage(json message) {
     std::lock_guard lock(in_flight_mutex_);
     ++in_flight_;
   }
+  const std::string key = endpoint_->orderingKey(message);  // before the message moves
   auto job = [this, message = std::move(message)] {
     try {
       handleNow(message);
@@ -143,7 +144,7 @@ void StdioTransport::dispatchMessage(json message) {
     --in_flight_;
     in_flight_done_.notify_all();
   };
-  if (!pool_.submit(std::move(job))) {
+  if (!pool_.submit(std::move(job), key)) {
     std::lock_guard lock(in_flight_mutex_);
     --in_flight_;
   }

@@ -23,6 +23,7 @@ struct StdioTransportOptions {
   // Threads running Endpoint::handle for requests. Notifications, responses and pings run on
   // the reader thread, so they never queue behind long tool calls.
   std::size_t worker_threads = 4;
+  std::size_t max_worker_threads = 80;  // grown to when requests would wait (WorkerPool)
   // On EOF, how long requests still running may take before the endpoint is closed anyway.
   std::chrono::milliseconds drain_timeout{10'000};
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,8 +15,9 @@ namespace testing_support {
 
 class FakeSandbox : public sandbox::Sandbox {
  public:
-  FakeSandbox(std::string id, std::string image, std::atomic<int>& live)
-      : id_(std::move(id)), image_(std::move(image)), live_(live) {
+  FakeSandbox(std::string id, std::string image, std::atomic<int>& live,
+              std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(true))
+      : id_(std::move(id)), image_(std::move(image)), live_(live), alive_(std::move(alive)) {
     ++live_;
   }
   ~FakeSandbox() override { --live_; }
@@ -24,11 +26,24 @@ class FakeSandbox : public sandbox::Sandbox {
   const std::string& runtime() const noexcept override { return runtime_; }
   const std::string& image() const noexcept override { return image_; }
   std::string status() override { return "running"; }
-  bool alive() const noexcept override { return true; }
+  bool alive() const noexcept override { return alive_->load(); }
 
+  // "wait-for-cancel" blocks until cancelled; "stream" emits output events when asked to;
+  // anything else succeeds with stdout "ran: <code>".
   sandbox::ExecResult exec(const sandbox::ExecRequest& request, CancelToken& cancel,
-                           const sandbox::OutputCallback&) override {
+                           const sandbox::OutputCallback& on_output) override {
     sandbox::ExecResult result;
+    if (request.code == "stream") {
+      if (request.stream && on_output) {
+        on_output("stdout", "line 1\n");
+        on_output("stderr", "oops\n");
+        on_output("stdout", "line 2\n");
+      }
+      result.status = "success";
+      result.stdout_text = "line 1\nline 2\n";
+      result.stderr_text = "oops\n";
+      return result;
+    }
     if (request.code == "wait-for-cancel") {
       std::mutex m;
       std::condition_variable cv;
@@ -71,6 +86,7 @@ class FakeSandbox : public sandbox::Sandbox {
   std::string image_;
   std::string runtime_ = "runsc";
   std::atomic<int>& live_;
+  std::shared_ptr<std::atomic<bool>> alive_;
   std::mutex mutex_;
   std::map<std::string, std::string> files_;
 };
@@ -78,8 +94,13 @@ class FakeSandbox : public sandbox::Sandbox {
 class FakeBackend : public sandbox::Backend {
  public:
   std::unique_ptr<sandbox::Sandbox> create(const sandbox::SandboxSpec& spec) override {
-    last_spec = spec;
-    return std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live);
+    if (fail_creates) throw sandbox::SandboxError("engine unavailable (fake)");
+    {
+      std::lock_guard lock(spec_mutex);
+      last_spec = spec;
+    }
+    return std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
+                                         sandboxes_alive);
   }
   bool imageExists(const std::string& image) override { return image != "missing:latest"; }
   std::string buildImage(const std::string&) override { return "built:1"; }
@@ -89,7 +110,11 @@ class FakeBackend : public sandbox::Backend {
 
   std::atomic<int> created{0};
   std::atomic<int> live{0};
-  sandbox::SandboxSpec last_spec;
+  std::atomic<bool> fail_creates{false};
+  // Shared by every sandbox made so far: store false to make them all report a dead container.
+  std::shared_ptr<std::atomic<bool>> sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
+  std::mutex spec_mutex;
+  sandbox::SandboxSpec last_spec;  // guarded by spec_mutex while a warm pool may be filling
   std::vector<std::string> runtime_names{"runc", "runsc"};
 };
 

@@ -82,10 +82,29 @@ export function dockerGet(path) {
   });
 }
 
-export async function containersOfSession(sessionId) {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`sandbox-mcp.session=${sessionId}`] }));
+async function listContainers(filter) {
+  const filters = encodeURIComponent(JSON.stringify(filter));
   const { body } = await dockerGet(`/containers/json?all=1&filters=${filters}`);
   return body;
+}
+
+// The containers of a session: those labelled with its id (cold sandboxes, MCP sidecars) plus
+// `ids` (a sandbox from the warm pool was made before its session existed, so it carries no
+// session label: pass the container_id get_session_stats reports).
+export async function containersOfSession(sessionId, ids = []) {
+  const found = await listContainers({ label: [`sandbox-mcp.session=${sessionId}`] });
+  if (ids.length > 0) {
+    for (const c of await listContainers({ id: ids })) {
+      if (!found.some((f) => f.Id === c.Id)) found.push(c);
+    }
+  }
+  return found;
+}
+
+// The id of the session's sandbox container, from get_session_stats.
+export async function sandboxContainerId(client, sessionId) {
+  const res = await client.callTool({ name: 'get_session_stats', arguments: { session_id: sessionId } });
+  return res.structuredContent.container_id;
 }
 
 export async function waitFor(predicate, timeoutMs = 10000, what = 'condition') {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import {
-  connectHttp, containersOfSession, SERVER_BIN, startHttpServer, stopServer, waitFor,
+  connectHttp, containersOfSession, sandboxContainerId, SERVER_BIN, startHttpServer, stopServer, waitFor,
 } from './harness.mjs';
 import { assertToolList, badInputFlow, call, seedFlow } from './flow.mjs';
 
@@ -44,12 +44,14 @@ test('a session id made in one MCP session is unknown to another', async () => {
   assert.match(stolen.structuredContent.stderr, /NameError/);
   const stats = await call(b.client, 'list_sessions', {});
   assert.equal(stats.structuredContent.sessions.length, 1);
-  assert.equal((await containersOfSession(sid)).length, 2);
+  const ids = [await sandboxContainerId(a.client, sid), await sandboxContainerId(b.client, sid)];
+  assert.notEqual(ids[0], ids[1]);
+  assert.equal((await containersOfSession(sid, ids)).length, 2);
   // DELETE (terminateSession) ends a's MCP session and removes its sandbox; b's remains.
   await a.transport.terminateSession();
-  await waitFor(async () => (await containersOfSession(sid)).length === 1, 15000, 'a sandbox removal');
+  await waitFor(async () => (await containersOfSession(sid, ids)).length === 1, 15000, 'a sandbox removal');
   await b.transport.terminateSession();
-  await waitFor(async () => (await containersOfSession(sid)).length === 0, 15000, 'b sandbox removal');
+  await waitFor(async () => (await containersOfSession(sid, ids)).length === 0, 15000, 'b sandbox removal');
 });
 
 test('wrong Origin is refused with 403', async () => {
@@ -79,7 +81,7 @@ test('missing and unknown session ids, GET, and oversized bodies get clear error
   const get = await fetch(server.url, { method: 'GET', headers: { accept: 'text/event-stream' } });
   assert.equal(get.status, 405);
   const huge = await fetch(server.url, {
-    method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ ...INIT, pad: 'x'.repeat(5 * 1024 * 1024) }),
+    method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ ...INIT, pad: 'x'.repeat(49 * 1024 * 1024) }), // past http.max_body_bytes
   }).catch((err) => err);
   if (huge instanceof Error) {
     // The server may close the connection while the client is still sending; then it must

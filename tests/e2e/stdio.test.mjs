@@ -52,8 +52,9 @@ test('closing stdin ends the server and removes its sandboxes', async () => {
   const own = await connectStdio();
   const res = await call(own.client, 'run_code', { code: '1' });
   const sid = res.structuredContent.session_id;
-  const { containersOfSession, waitFor } = await import('./harness.mjs');
-  assert.equal((await containersOfSession(sid)).length, 1);
+  const { containersOfSession, sandboxContainerId, waitFor } = await import('./harness.mjs');
+  const ids = [await sandboxContainerId(own.client, sid)];
+  assert.equal((await containersOfSession(sid, ids)).length, 1);
   await own.client.close();
-  await waitFor(async () => (await containersOfSession(sid)).length === 0, 15000, 'sandbox removal');
+  await waitFor(async () => (await containersOfSession(sid, ids)).length === 0, 15000, 'sandbox removal');
 });

@@ -5,7 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <thread>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 namespace {
 
@@ -47,6 +50,55 @@ TEST(Unit, WorkerPoolSurvivesThrowingJob) {
   ASSERT_TRUE(pool.submit([] { throw std::runtime_error("boom"); }));
   ASSERT_TRUE(pool.submit([&] { after.set_value(); }));
   EXPECT_EQ(after.get_future().wait_for(2s), std::future_status::ready);
+}
+
+TEST(Unit, WorkerPoolGrowsWhenEveryWorkerIsBlocked) {
+  // One long job per "session" must not hold up the others: the pool adds threads up to its max.
+  std::promise<void> release_all;
+  auto release = release_all.get_future().share();
+  std::atomic<int> started{0};
+  transport::WorkerPool pool(1, 8);
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(pool.submit([&] {
+      ++started;
+      release.wait();
+    }));
+  }
+  for (int i = 0; i < 400 && started.load() < 8; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(started.load(), 8) << "all eight blocked jobs run side by side";
+  EXPECT_EQ(pool.size(), 8U);
+  release_all.set_value();
+  pool.shutdown();
+  EXPECT_EQ(pool.size(), 8U) << "never beyond the maximum";
+}
+
+TEST(Unit, WorkerPoolRunsJobsOfOneKeyInOrderOneAtATime) {
+  std::mutex mutex;
+  std::vector<int> order;
+  std::atomic<int> running_a{0};
+  std::atomic<bool> overlapped{false};
+  transport::WorkerPool pool(4, 4);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(pool.submit(
+        [&, i] {
+          if (++running_a > 1) overlapped = true;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          {
+            std::lock_guard lock(mutex);
+            order.push_back(i);
+          }
+          --running_a;
+        },
+        "session-a"));
+  }
+  std::promise<void> other;
+  ASSERT_TRUE(pool.submit([&] { other.set_value(); }, "session-b"));
+  EXPECT_EQ(other.get_future().wait_for(2s), std::future_status::ready)
+      << "another key does not wait behind session-a";
+  pool.shutdown();
+  EXPECT_FALSE(overlapped.load());
+  ASSERT_EQ(order.size(), 50U);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
 }
 
 }  // namespace

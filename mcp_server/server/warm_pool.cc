@@ -1,0 +1,162 @@
+#include "server/warm_pool.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace server {
+namespace {
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto logger = [] {
+    auto existing = spdlog::get("pool");
+    return existing ? existing : spdlog::default_logger()->clone("pool");
+  }();
+  return logger;
+}
+
+bool sameVolumes(const std::vector<sandbox::VolumeMount>& a,
+                 const std::vector<sandbox::VolumeMount>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.host_path == y.host_path && x.container_path == y.container_path &&
+           x.read_only == y.read_only;
+  });
+}
+
+bool sameLimits(const sandbox::Limits& a, const sandbox::Limits& b) {
+  return a.memory_mib == b.memory_mib && a.cpus == b.cpus && a.pids == b.pids &&
+         a.tmp_size_mib == b.tmp_size_mib && a.workdir_size_mib == b.workdir_size_mib;
+}
+
+// How often the filler looks for pooled sandboxes that died while waiting (engine restart, OOM).
+constexpr auto kHealthCheckPeriod = std::chrono::seconds(5);
+
+}  // namespace
+
+bool sameProfile(const sandbox::SandboxSpec& ready, const sandbox::SandboxSpec& wanted) {
+  return ready.image == wanted.image && ready.runtime == wanted.runtime &&
+         ready.environment == wanted.environment && sameVolumes(ready.volumes, wanted.volumes) &&
+         sameLimits(ready.limits, wanted.limits) && ready.user == wanted.user &&
+         ready.workdir == wanted.workdir && ready.read_only_root == wanted.read_only_root &&
+         ready.python_helper_dir == wanted.python_helper_dir;
+}
+
+WarmPool::WarmPool(sandbox::Backend& backend, ProfileFn profile, WarmPoolOptions options)
+    : backend_(backend), profile_(std::move(profile)), options_(options) {
+  stats_.size = options_.size;
+  if (options_.size > 0) filler_ = std::thread([this] { fillLoop(); });
+}
+
+WarmPool::~WarmPool() { stop(); }
+
+std::unique_ptr<sandbox::Sandbox> WarmPool::take(const sandbox::SandboxSpec& spec) {
+  std::vector<std::unique_ptr<sandbox::Sandbox>> dead;  // destroyed outside the lock
+  std::unique_ptr<sandbox::Sandbox> found;
+  {
+    std::lock_guard lock(mutex_);
+    while (!ready_.empty() && !found) {
+      if (!sameProfile(ready_.front().spec, spec)) break;  // all share one profile
+      auto candidate = std::move(ready_.front().sandbox);
+      ready_.pop_front();
+      if (candidate->alive()) {
+        found = std::move(candidate);
+      } else {
+        dead.push_back(std::move(candidate));
+      }
+    }
+    if (found) {
+      ++stats_.claimed;
+    } else {
+      ++stats_.misses;
+    }
+  }
+  wake_.notify_all();
+  if (!dead.empty()) log()->warn("discarded {} pooled sandbox(es) that had stopped", dead.size());
+  return found;
+}
+
+WarmPool::Stats WarmPool::stats() {
+  std::lock_guard lock(mutex_);
+  Stats out = stats_;
+  out.ready = ready_.size();
+  return out;
+}
+
+void WarmPool::fillLoop() {
+  auto delay = options_.retry_delay;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (ready_.size() >= options_.size) {
+      wake_.wait_for(lock, kHealthCheckPeriod);
+      // Drop sandboxes that died while pooled, so that they are replaced.
+      std::vector<std::unique_ptr<sandbox::Sandbox>> dead;
+      for (auto it = ready_.begin(); it != ready_.end();) {
+        if (it->sandbox->alive()) {
+          ++it;
+        } else {
+          dead.push_back(std::move(it->sandbox));
+          it = ready_.erase(it);
+        }
+      }
+      if (!dead.empty()) {
+        lock.unlock();
+        log()->warn("{} pooled sandbox(es) stopped while waiting; replacing them", dead.size());
+        dead.clear();
+        lock.lock();
+      }
+      continue;
+    }
+    lock.unlock();
+    Ready made;
+    std::string error;
+    try {
+      made.spec = profile_();
+      const auto started = std::chrono::steady_clock::now();
+      made.sandbox = backend_.create(made.spec);
+      log()->debug("pooled sandbox {} ready in {} ms", made.sandbox->id(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - started)
+                       .count());
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    lock.lock();
+    if (!error.empty()) {
+      ++stats_.failures;
+      stats_.last_error = error;
+      log()->warn("could not fill the warm pool (retrying in {} ms): {}", delay.count(), error);
+      wake_.wait_for(lock, delay, [this] { return stopping_; });
+      delay = std::min(delay * 2, options_.max_retry_delay);
+      continue;
+    }
+    delay = options_.retry_delay;
+    if (stopping_) {
+      lock.unlock();
+      made = {};  // stop() came while it was being made
+      lock.lock();
+      break;
+    }
+    ready_.push_back(std::move(made));
+  }
+}
+
+void WarmPool::stop() noexcept {
+  std::deque<Ready> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    doomed.swap(ready_);
+  }
+  wake_.notify_all();
+  if (filler_.joinable()) filler_.join();
+  // Each removal is an engine round trip; do them side by side.
+  std::vector<std::thread> removers;
+  for (auto& entry : doomed) {
+    removers.emplace_back([sandbox = std::move(entry.sandbox)]() mutable { sandbox.reset(); });
+  }
+  for (auto& remover : removers) remover.join();
+}
+
+}  // namespace server

@@ -1,0 +1,80 @@
+// Ready sandboxes of one profile (the server's default spec), so a new session skips the container
+// start. A background thread keeps `size` of them ready, creating one at a time so that refills
+// never crowd out the cold creations sessions are waiting for. A sandbox leaves the pool once,
+// to one session, and is never returned: no state crosses sessions.
+// Thread-safe: take() and stats() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sandbox/backend.h"
+
+namespace server {
+
+// Whether a sandbox made for `ready` can serve a request for `wanted`. Labels are not compared:
+// they name the session, which a pooled sandbox cannot know in advance.
+[[nodiscard]] bool sameProfile(const sandbox::SandboxSpec& ready, const sandbox::SandboxSpec& wanted);
+
+struct WarmPoolOptions {
+  std::size_t size = 2;
+  std::chrono::milliseconds retry_delay{1000};       // after a failed creation; doubles each time
+  std::chrono::milliseconds max_retry_delay{30000};  // the cap of that back-off
+};
+
+class WarmPool {
+ public:
+  // `profile` gives the spec to fill with; it runs on the pool's thread and may throw (engine
+  // down, runtime refused), which counts as a failed creation.
+  using ProfileFn = std::function<sandbox::SandboxSpec()>;
+
+  WarmPool(sandbox::Backend& backend, ProfileFn profile, WarmPoolOptions options);
+  ~WarmPool();  // stop()
+  WarmPool(const WarmPool&) = delete;
+  WarmPool& operator=(const WarmPool&) = delete;
+
+  // A ready, live sandbox made for a spec with the same profile as `spec`, or nullptr (create it
+  // cold). Wakes the filler.
+  [[nodiscard]] std::unique_ptr<sandbox::Sandbox> take(const sandbox::SandboxSpec& spec);
+
+  struct Stats {
+    std::size_t size = 0;   // target
+    std::size_t ready = 0;  // waiting now
+    std::uint64_t claimed = 0;
+    std::uint64_t misses = 0;  // take() found nothing suitable
+    std::uint64_t failures = 0;
+    std::string last_error;
+  };
+  [[nodiscard]] Stats stats();
+
+  // Stops filling and destroys the ready sandboxes (concurrently). Idempotent.
+  void stop() noexcept;
+
+ private:
+  struct Ready {
+    sandbox::SandboxSpec spec;
+    std::unique_ptr<sandbox::Sandbox> sandbox;
+  };
+  void fillLoop();
+
+  sandbox::Backend& backend_;
+  ProfileFn profile_;
+  const WarmPoolOptions options_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::deque<Ready> ready_;
+  Stats stats_;
+  std::thread filler_;
+};
+
+}  // namespace server

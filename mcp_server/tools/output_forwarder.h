@@ -1,0 +1,33 @@
+// Sends an execution's output to the client while it runs: as notifications/progress when the
+// request carried a progressToken, and as notifications/message (logger "stdout" or "stderr",
+// level info) when the client asked for log messages at info or below. The tool result still
+// carries the whole (capped) output. Thread-safe: the callback runs on the channel's reader.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string_view>
+
+#include "sandbox/backend.h"
+#include "tools/tool.h"
+
+namespace tools {
+
+class OutputForwarder {
+ public:
+  explicit OutputForwarder(const ToolContext& ctx) : ctx_(ctx) {}
+
+  // Whether the client asked for anything; when false, executions run without output events.
+  [[nodiscard]] bool enabled() const noexcept;
+  // A callback for Sandbox::exec; it refers to this object, which must outlive the execution.
+  [[nodiscard]] sandbox::OutputCallback callback();
+
+ private:
+  void forward(std::string_view stream, std::string_view data);
+
+  const ToolContext& ctx_;
+  std::mutex mutex_;  // keeps notifications in order and progress increasing
+  std::uint64_t bytes_sent_ = 0;
+};
+
+}  // namespace tools

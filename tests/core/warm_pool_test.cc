@@ -1,0 +1,176 @@
+#include "server/warm_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "fake_backend.h"
+#include "server/mcp_server.h"
+#include "server/session_manager.h"
+#include "tools/builtin_tools.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using jsonrpc::json;
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return condition();
+}
+
+sandbox::SandboxSpec defaultSpec() {
+  sandbox::SandboxSpec spec;
+  spec.image = "sandbox-mcp/python:latest";
+  spec.runtime = "runsc";
+  return spec;
+}
+
+server::WarmPoolOptions fastOptions(std::size_t size) {
+  server::WarmPoolOptions options;
+  options.size = size;
+  options.retry_delay = 5ms;
+  options.max_retry_delay = 20ms;
+  return options;
+}
+
+TEST(SameProfile, ComparesEverythingButLabels) {
+  const auto base = defaultSpec();
+  auto labelled = base;
+  labelled.labels["sandbox-mcp.session"] = "s-1";
+  EXPECT_TRUE(server::sameProfile(base, labelled));
+  const std::vector<std::function<void(sandbox::SandboxSpec&)>> changes = {
+      [](auto& s) { s.image = "other:1"; },
+      [](auto& s) { s.runtime = "runc"; },
+      [](auto& s) { s.environment["A"] = "1"; },
+      [](auto& s) { s.volumes.push_back({"/srv/data", "/data", true}); },
+      [](auto& s) { s.limits.memory_mib = 1024; },
+      [](auto& s) { s.limits.cpus = 2; },
+      [](auto& s) { s.limits.pids = 10; },
+      [](auto& s) { s.user = "0:0"; },
+      [](auto& s) { s.workdir = "/tmp"; },
+      [](auto& s) { s.read_only_root = false; },
+      [](auto& s) { s.python_helper_dir = "/opt/py"; },
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    auto changed = base;
+    changes[i](changed);
+    EXPECT_FALSE(server::sameProfile(base, changed)) << "change #" << i;
+  }
+}
+
+TEST(WarmPool, FillsHandsOutOnceAndRefills) {
+  testing_support::FakeBackend backend;
+  server::WarmPool pool(backend, defaultSpec, fastOptions(2));
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 2; }));
+  EXPECT_EQ(backend.created, 2);
+
+  auto first = pool.take(defaultSpec());
+  ASSERT_NE(first, nullptr);
+  auto second = pool.take(defaultSpec());
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(first->id(), second->id()) << "a pooled sandbox goes to one session only";
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 2; })) << "the pool refills";
+  EXPECT_EQ(backend.created, 4);
+  EXPECT_EQ(pool.stats().claimed, 2U);
+  first.reset();
+  EXPECT_EQ(backend.live, 3) << "a released sandbox is destroyed, never returned to the pool";
+}
+
+TEST(WarmPool, OtherProfilesAreNotServed) {
+  testing_support::FakeBackend backend;
+  server::WarmPool pool(backend, defaultSpec, fastOptions(1));
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 1; }));
+  auto other = defaultSpec();
+  other.image = "python:3.12";
+  EXPECT_EQ(pool.take(other), nullptr);
+  EXPECT_EQ(pool.stats().misses, 1U);
+  EXPECT_EQ(pool.stats().ready, 1U);
+}
+
+TEST(WarmPool, DeadSandboxesAreNeverHandedOut) {
+  testing_support::FakeBackend backend;
+  server::WarmPool pool(backend, defaultSpec, fastOptions(2));
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 2; }));
+  backend.sandboxes_alive->store(false);  // e.g. the engine restarted and took them down
+  backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);  // new ones live
+  // take() discards both dead ones; the filler replaces them.
+  EXPECT_EQ(pool.take(defaultSpec()), nullptr);
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 2; }));
+  auto taken = pool.take(defaultSpec());
+  ASSERT_NE(taken, nullptr);
+  EXPECT_TRUE(taken->alive());
+}
+
+TEST(WarmPool, FailedCreationsBackOffAndRecover) {
+  testing_support::FakeBackend backend;
+  backend.fail_creates = true;
+  server::WarmPool pool(backend, defaultSpec, fastOptions(1));
+  ASSERT_TRUE(eventually([&] { return pool.stats().failures >= 2; }));
+  EXPECT_NE(pool.stats().last_error.find("engine unavailable"), std::string::npos);
+  backend.fail_creates = false;
+  EXPECT_TRUE(eventually([&] { return pool.stats().ready == 1; }));
+}
+
+TEST(WarmPool, StopDestroysEveryReadySandbox) {
+  testing_support::FakeBackend backend;
+  server::WarmPool pool(backend, defaultSpec, fastOptions(3));
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 3; }));
+  pool.stop();
+  EXPECT_EQ(backend.live, 0);
+  EXPECT_EQ(pool.take(defaultSpec()), nullptr);
+  pool.stop();  // idempotent
+}
+
+TEST(WarmPool, SessionsOfTheDefaultProfileStartWarm) {
+  config::ServerConfig cfg;
+  cfg.pool.size = 1;
+  testing_support::FakeBackend backend;
+  tools::ToolRegistry registry;
+  tools::registerBuiltinTools(registry, cfg);
+  server::SessionManager sessions(cfg, backend);
+  server::McpServer mcp(cfg, sessions, registry);
+  auto endpoint = mcp.open("owner");
+  int next_id = 0;
+  auto call = [&](const std::string& tool, json arguments) {
+    jsonrpc::RequestContext ctx;
+    return endpoint
+        ->handle({{"jsonrpc", "2.0"},
+                  {"id", ++next_id},
+                  {"method", "tools/call"},
+                  {"params", {{"name", tool}, {"arguments", arguments}}}},
+                 ctx)
+        .value_or(json())["result"];
+  };
+  jsonrpc::RequestContext ctx;
+  endpoint->handle({{"jsonrpc", "2.0"},
+                    {"id", 0},
+                    {"method", "initialize"},
+                    {"params", {{"protocolVersion", "2025-11-25"}}}},
+                   ctx);
+  ASSERT_TRUE(eventually([&] { return sessions.poolStats().ready == 1; }));
+
+  auto warm = call("run_code", {{"code", "1"}});
+  const auto warm_id = warm["structuredContent"]["session_id"].get<std::string>();
+  EXPECT_TRUE(call("get_session_stats", {{"session_id", warm_id}})["structuredContent"]["warm_start"]);
+  EXPECT_EQ(sessions.poolStats().claimed, 1U);
+
+  ASSERT_TRUE(eventually([&] { return sessions.poolStats().ready == 1; }));
+  auto cold = call("run_code", {{"code", "1"}, {"environment", {{"A", "1"}}}});
+  const auto cold_id = cold["structuredContent"]["session_id"].get<std::string>();
+  EXPECT_FALSE(call("get_session_stats", {{"session_id", cold_id}})["structuredContent"]["warm_start"])
+      << "a session with its own environment is created cold";
+  EXPECT_EQ(sessions.poolStats().ready, 1U) << "the pooled sandbox is still there";
+
+  endpoint->close();
+  sessions.shutdown();
+  EXPECT_EQ(backend.live, 0) << "shutdown removes the sessions and the pool";
+}
+
+}  // namespace
