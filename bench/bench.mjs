@@ -7,8 +7,8 @@
 //
 // The SDK is imported through tests/e2e/harness.mjs, so it resolves from tests/e2e/node_modules
 // (ESM resolves bare specifiers relative to the importing file; NODE_PATH would not work here).
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import nodeHttp from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +17,9 @@ import {
   SERVER_BIN, connectHttp, connectStdio, containersOfSession, dockerGet, startHttpServer,
   stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
+import {
+  callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, runCodeOk, summarize, timed,
+} from './lib.mjs';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const RESULTS_DIR = process.env.BENCH_RESULTS_DIR || path.join(BENCH_DIR, 'results');
@@ -26,55 +29,11 @@ const BASELINE_LABEL = 'sandbox-mcp.bench=1'; // our own `docker run` baselines,
 
 const count = (n) => Math.max(2, Math.round(n * SCALE));
 
-// --- measuring -------------------------------------------------------------------------------
-const nowNs = () => process.hrtime.bigint();
-
-async function timed(fn) {
-  const start = nowNs();
-  const value = await fn();
-  return { ms: Number(nowNs() - start) / 1e6, value };
-}
-
-function percentile(sorted, p) {
-  // Nearest rank: with n < 100 samples, p99 is the maximum.
-  return sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1];
-}
-
-function summarize(samples) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-  return {
-    n: samples.length,
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    mean,
-    min: sorted[0],
-    max: sorted[sorted.length - 1],
-  };
-}
-
 // Named sample series; every measurement lands in one.
 const series = new Map();
 function record(name, ms) {
   if (!series.has(name)) series.set(name, []);
   series.get(name).push(ms);
-}
-
-// --- talking to the server -------------------------------------------------------------------
-async function callOk(client, name, args) {
-  const result = await client.callTool({ name, arguments: args });
-  if (result.isError) {
-    throw new Error(`${name} failed: ${JSON.stringify(result.content ?? result).slice(0, 500)}`);
-  }
-  return result.structuredContent;
-}
-
-async function runCodeOk(client, args) {
-  const out = await callOk(client, 'run_code', args);
-  if (out.status !== 'success' || out.result !== '2') {
-    throw new Error(`run_code("1+1") did not return 2: ${JSON.stringify(out).slice(0, 500)}`);
-  }
-  return out;
 }
 
 // The same MCP session without the SDK client: a bare keep-alive POST of tools/call. Only for
@@ -117,26 +76,6 @@ function rawHttpCaller(url, transport) {
 }
 
 // --- talking to docker -----------------------------------------------------------------------
-function docker(args, stdin) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('docker', args, { stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
-    const out = [];
-    const err = [];
-    child.stdout.on('data', (c) => out.push(c));
-    child.stderr.on('data', (c) => err.push(c));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const stdout = Buffer.concat(out);
-      if (code !== 0) {
-        reject(new Error(`docker ${args.join(' ')} exited ${code}: ${Buffer.concat(err).toString()}`));
-      } else {
-        resolve(stdout);
-      }
-    });
-    if (stdin) child.stdin.end(stdin);
-  });
-}
-
 async function timedDocker(name, args, stdin) {
   const { ms, value } = await timed(() => docker(args, stdin));
   record(name, ms);
@@ -148,56 +87,69 @@ function dockerRunArgs(runtime, command) {
     IMAGE, ...command];
 }
 
-async function managedContainersOf(pid) {
+// Ready sandboxes of the server's warm pool: its pool-labelled containers minus those that
+// sessions hold (`claimed`, container ids).
+const POOL_SIZE = 2; // the default pool.size, which the benchmark's servers run with
+async function pooledReady(serverPid, claimed) {
   const filters = encodeURIComponent(JSON.stringify({
-    label: ['sandbox-mcp.managed=1', `sandbox-mcp.pid=${pid}`],
+    label: ['sandbox-mcp.pool=1', `sandbox-mcp.pid=${serverPid}`],
   }));
-  const { body } = await dockerGet(`/containers/json?all=1&filters=${filters}`);
-  return body;
+  const { body } = await dockerGet(`/containers/json?filters=${filters}`);
+  return body.filter((c) => !claimed.includes(c.Id));
 }
 
-// --- machine info ----------------------------------------------------------------------------
-function commandOutput(file, args) {
-  try {
-    return execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
-function machineInfo() {
-  const sdkPackage = new URL('../tests/e2e/node_modules/@modelcontextprotocol/sdk/package.json',
-    import.meta.url);
-  let sdkVersion = 'unknown';
-  try {
-    sdkVersion = JSON.parse(readFileSync(sdkPackage, 'utf8')).version;
-  } catch { /* reported as unknown */ }
+// --- the Jupyter kernel baseline (bench/jupyter_kernel.py) -----------------------------------
+// One kernel for the whole run; run(n) asks it for n timed execute("1+1") round trips.
+function startJupyterKernel() {
+  const child = spawn('/usr/bin/python3', [path.join(BENCH_DIR, 'jupyter_kernel.py')],
+    { stdio: ['pipe', 'pipe', 'inherit'] });
+  const replies = [];
+  let waiter = null;
+  let buffered = '';
+  let exited = null;
+  const deliver = (item) => {
+    if (waiter) { const w = waiter; waiter = null; w(item); } else replies.push(item);
+  };
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+      deliver(JSON.parse(buffered.slice(0, nl)));
+      buffered = buffered.slice(nl + 1);
+    }
+  });
+  const gone = new Promise((resolve) => child.on('exit', (code) => { exited = code; resolve(); deliver(null); }));
+  const next = async (what) => {
+    const reply = replies.length ? replies.shift() : await new Promise((resolve) => { waiter = resolve; });
+    if (reply === null) {
+      throw new Error(`jupyter_kernel.py exited (${exited}) before ${what}: are python3-ipykernel ` +
+        'and python3-jupyter-client installed? (bench/run.sh installs them)');
+    }
+    return reply;
+  };
   return {
-    date: new Date().toISOString(),
-    nproc: commandOutput('nproc', []),
-    cpu: os.cpus()[0]?.model ?? 'unknown',
-    kernel: `${os.type()} ${os.release()}`,
-    docker: commandOutput('docker', ['version', '--format',
-      '{{.Server.Version}} (API {{.Server.APIVersion}})']),
-    runsc: commandOutput('runsc', ['--version']).split('\n')[0],
-    node: process.version,
-    sdk: sdkVersion,
-    server: SERVER_BIN,
-    load_start: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+    ready: () => next('the kernel was ready'),
+    async run(n) {
+      child.stdin.write(`${n}\n`);
+      return next('answering');
+    },
+    async close() {
+      if (exited === null) child.stdin.end();
+      await gone;
+    },
   };
 }
 
 // --- phases ----------------------------------------------------------------------------------
-// Rows 1 and 2 (+ row 1's baseline): warm run_code over HTTP and stdio, interleaved in rounds
-// with `docker exec <that session's container> true`, so a burst of load elsewhere on the
-// machine hits all series alike.
-async function warmRunCode(http, stdio) {
+// Rows 1 and 2 (+ their baselines): warm run_code over HTTP and stdio, interleaved in rounds with
+// `docker exec <that session's container> python3 -c 'print(1+1)'` and a bare Jupyter kernel's
+// execute round trip, so a burst of load elsewhere on the machine hits all series alike.
+async function warmRunCode(http, stdio, jupyter) {
   const rounds = 10;
   const perRound = count(20);
   const execPerRound = Math.max(1, Math.round(count(30) / rounds));
   for (const side of [http, stdio]) {
     for (let i = 0; i < 20; i++) await runCodeOk(side.client, { code: '1+1', session_id: side.sid });
-    await docker(['exec', side.containerId, 'true']); // warm the CLI's page cache
+    await docker(['exec', side.containerId, 'python3', '-c', 'print(1+1)']); // warm the page cache
   }
   const raw = rawHttpCaller(http.url, http.transport);
   for (let i = 0; i < 20; i++) await raw.call('run_code', { code: '1+1', session_id: http.sid });
@@ -218,9 +170,12 @@ async function warmRunCode(http, stdio) {
     }
     for (const side of [http, stdio]) {
       for (let i = 0; i < execPerRound; i++) {
-        await timedDocker(`docker_exec.${side.name}`, ['exec', side.containerId, 'true']);
+        const out = await timedDocker(`docker_exec_python.${side.name}`,
+          ['exec', side.containerId, 'python3', '-c', 'print(1+1)']);
+        if (out.toString() !== '2\n') throw new Error(`docker exec printed ${JSON.stringify(out.toString())}`);
       }
     }
+    for (const ms of await jupyter.run(perRound)) record('jupyter_execute', ms);
   }
   raw.close();
 }
@@ -253,8 +208,11 @@ async function fileTransfer(http) {
   const small = Buffer.alloc(1024, 7);
   const big = Buffer.alloc(1024 * 1024);
   for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 24; // not all-zero bytes
+  const huge = Buffer.alloc(10 * 1024 * 1024);
+  for (let i = 0; i < huge.length; i++) huge[i] = (i * 2246822519) >>> 24;
   const smallB64 = small.toString('base64');
   const bigB64 = big.toString('base64');
+  const hugeB64 = huge.toString('base64');
   const { client, sid, containerId } = http;
   const upload = async (name, file, b64, size) => {
     const { ms, value } = await timed(() => callOk(client, 'upload_file',
@@ -270,6 +228,17 @@ async function fileTransfer(http) {
       callOk(client, 'download_file', { path: '/tmp/bench-1m.bin', encoding: 'base64', session_id: sid }));
     if (value.content !== bigB64) throw new Error('download_file returned different bytes');
     record('download_1m.http', ms);
+    if (round % 2 === 0) { // 10 MiB rounds take longer: every other round
+      await upload('upload_10m.http', '/tmp/bench-10m.bin', hugeB64, huge.length);
+      const down = await timed(() => callOk(client, 'download_file',
+        { path: '/tmp/bench-10m.bin', encoding: 'base64', session_id: sid }));
+      if (down.value.content !== hugeB64) throw new Error('download_file returned different bytes (10 MiB)');
+      record('download_10m.http', down.ms);
+      await timedDocker('docker_upload_10m', ['exec', '-i', containerId, 'sh', '-c',
+        'cat > /tmp/bench-base-10m.bin'], huge);
+      const got10 = await timedDocker('docker_download_10m', ['exec', containerId, 'cat', '/tmp/bench-10m.bin']);
+      if (!got10.equals(huge)) throw new Error('docker exec cat returned different bytes (10 MiB)');
+    }
 
     await timedDocker('docker_upload_1k', ['exec', '-i', containerId, 'sh', '-c',
       'cat > /tmp/bench-base-1k.bin'], small);
@@ -287,21 +256,33 @@ async function fileTransfer(http) {
 // cleanup_session, interleaved with fresh `docker run` containers; the order rotates every
 // round so no series always runs right after the expensive one.
 async function coldStart(http, sessionsToClean, allSessions) {
+  // A new session's first run_code. `warm`: from the warm pool, measured once the pool is full
+  // again (the refill of the previous claim is not charged to this one). Cold: an environment
+  // variable makes the session differ from the pooled profile, so its container is created.
+  const newSession = async (warm) => {
+    if (warm) {
+      await waitFor(async () => (await pooledReady(http.serverPid, [http.containerId])).length >= POOL_SIZE,
+        60000, 'the warm pool to refill');
+    }
+    const args = warm ? { code: '1+1' } : { code: '1+1', environment: { BENCH_COLD: '1' } };
+    const { ms, value } = await timed(() => runCodeOk(http.client, args));
+    record(warm ? 'pool_run_code.http' : 'cold_run_code.http', ms);
+    if (!value.session_created) throw new Error('run_code without session_id made no new session');
+    sessionsToClean.add(value.session_id);
+    allSessions.add(value.session_id);
+    const stats = await callOk(http.client, 'get_session_stats', { session_id: value.session_id });
+    if (stats.warm_start !== warm) throw new Error(`expected warm_start ${warm}, got ${stats.warm_start}`);
+    const cleanup = await timed(() =>
+      callOk(http.client, 'cleanup_session', { session_id: value.session_id }));
+    record('cleanup_session.http', cleanup.ms);
+    sessionsToClean.delete(value.session_id);
+    // Wait for the container to go so its teardown does not overlap the next measurement.
+    await waitFor(async () => (await containersOfSession(value.session_id, [stats.container_id])).length === 0,
+      15000, `removal of the container of ${value.session_id}`);
+  };
   const steps = [
-    async () => {
-      const { ms, value } = await timed(() => runCodeOk(http.client, { code: '1+1' }));
-      record('cold_run_code.http', ms);
-      if (!value.session_created) throw new Error('run_code without session_id made no new session');
-      sessionsToClean.add(value.session_id);
-      allSessions.add(value.session_id);
-      const cleanup = await timed(() =>
-        callOk(http.client, 'cleanup_session', { session_id: value.session_id }));
-      record('cleanup_session.http', cleanup.ms);
-      sessionsToClean.delete(value.session_id);
-      // Wait for the container to go so its teardown does not overlap the next measurement.
-      await waitFor(async () => (await containersOfSession(value.session_id)).length === 0,
-        15000, `removal of the container of ${value.session_id}`);
-    },
+    () => newSession(true),
+    () => newSession(false),
     () => timedDocker('docker_run.runsc.true', dockerRunArgs('runsc', ['true'])),
     () => timedDocker('docker_run.runsc.python', dockerRunArgs('runsc', ['python3', '-c', 'pass'])),
     () => timedDocker('docker_run.runc.true', dockerRunArgs('runc', ['true'])),
@@ -313,27 +294,39 @@ async function coldStart(http, sessionsToClean, allSessions) {
 }
 
 // --- report ----------------------------------------------------------------------------------
+const DOCKER_PY = "docker exec <container> python3 -c 'print(1+1)'";
+const JUPYTER = 'Jupyter kernel execute("1+1") round trip (ipykernel, no container)';
 const ROWS = [
   { id: '1', what: 'run_code("1+1") warm, HTTP', ours: 'run_code.http',
-    base: 'docker_exec.http', baseWhat: 'docker exec <container> true' },
+    base: 'docker_exec_python.http', baseWhat: DOCKER_PY },
+  { id: '1j', what: '″', ours: 'run_code.http', base: 'jupyter_execute', baseWhat: JUPYTER },
   { id: '2', what: 'run_code("1+1") warm, stdio', ours: 'run_code.stdio',
-    base: 'docker_exec.stdio', baseWhat: 'docker exec <container> true' },
+    base: 'docker_exec_python.stdio', baseWhat: DOCKER_PY },
+  { id: '2j', what: '″', ours: 'run_code.stdio', base: 'jupyter_execute', baseWhat: JUPYTER },
   { id: '3', what: 'run_shell("true") warm, HTTP', ours: 'run_shell.http',
     base: 'docker_exec.run_shell', baseWhat: 'docker exec <container> true' },
-  { id: '4a', what: 'cold: new session + run_code("1+1"), HTTP', ours: 'cold_run_code.http',
+  { id: '4a', what: 'new session from the warm pool + run_code("1+1"), HTTP', ours: 'pool_run_code.http',
     base: 'docker_run.runsc.python', baseWhat: 'docker run --rm runsc python3 -c pass' },
-  { id: '4b', what: '″', ours: 'cold_run_code.http',
+  { id: '4b', what: '″', ours: 'pool_run_code.http',
     base: 'docker_run.runsc.true', baseWhat: 'docker run --rm runsc true' },
-  { id: '4c', what: '″', ours: 'cold_run_code.http',
+  { id: '4c', what: '″', ours: 'pool_run_code.http',
     base: 'docker_run.runc.python', baseWhat: 'docker run --rm runc python3 -c pass' },
-  { id: '4d', what: '″', ours: 'cold_run_code.http',
+  { id: '4d', what: 'cold: new session (container created) + run_code("1+1"), HTTP', ours: 'cold_run_code.http',
+    base: 'docker_run.runsc.python', baseWhat: 'docker run --rm runsc python3 -c pass' },
+  { id: '4e', what: '″', ours: 'cold_run_code.http',
+    base: 'docker_run.runsc.true', baseWhat: 'docker run --rm runsc true' },
+  { id: '4f', what: '″', ours: 'cold_run_code.http',
     base: 'docker_run.runc.true', baseWhat: 'docker run --rm runc true' },
   { id: '5a', what: 'upload_file 1 KiB (base64), HTTP', ours: 'upload_1k.http',
     base: 'docker_upload_1k', baseWhat: "docker exec -i <c> sh -c 'cat > f' (1 KiB)" },
   { id: '5b', what: 'upload_file 1 MiB (base64), HTTP', ours: 'upload_1m.http',
     base: 'docker_upload_1m', baseWhat: "docker exec -i <c> sh -c 'cat > f' (1 MiB)" },
-  { id: '5c', what: 'download_file 1 MiB (base64), HTTP', ours: 'download_1m.http',
+  { id: '5c', what: 'upload_file 10 MiB (base64), HTTP', ours: 'upload_10m.http',
+    base: 'docker_upload_10m', baseWhat: "docker exec -i <c> sh -c 'cat > f' (10 MiB)" },
+  { id: '5d', what: 'download_file 1 MiB (base64), HTTP', ours: 'download_1m.http',
     base: 'docker_download_1m', baseWhat: 'docker exec <c> cat f (1 MiB)' },
+  { id: '5e', what: 'download_file 10 MiB (base64), HTTP', ours: 'download_10m.http',
+    base: 'docker_download_10m', baseWhat: 'docker exec <c> cat f (10 MiB)' },
 ];
 const INFO_ROWS = [
   { what: 'run_code("1+1") warm, raw HTTP POST without the SDK (same MCP session)', key: 'run_code.raw_http' },
@@ -343,9 +336,6 @@ const INFO_ROWS = [
   { what: 'run_shell duration_ms reported by the server, HTTP', key: 'run_shell.http.server_duration' },
 ];
 
-const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
-const fmtRatio = (r) => (r >= 1 ? `${r.toFixed(1)}× faster` : `${(1 / r).toFixed(1)}× slower`);
-
 function buildReport(info) {
   const stats = Object.fromEntries([...series].map(([k, v]) => [k, summarize(v)]));
   const rows = ROWS.map((row) => {
@@ -354,11 +344,20 @@ function buildReport(info) {
     return { ...row, ours_stats: ours, base_stats: base, ratio_p50: base.p50 / ours.p50,
       ratio_mean: base.mean / ours.mean };
   });
-  const r1 = rows[0];
+  const row = (id) => rows.find((r) => r.id === id);
+  const goal = (text, ok, detail) => `${text}: ${ok ? 'met' : 'NOT met'} (${detail})`;
+  const p50 = (id) => row(id).ours_stats.p50;
   const goals = [
-    `row 1 p50 under 5 ms: ${r1.ours_stats.p50 < 5 ? 'met' : 'NOT met'} (${fmt(r1.ours_stats.p50)} ms)`,
-    `row 1 more than 10× faster than docker exec (p50): ${r1.ratio_p50 > 10 ? 'met' : 'NOT met'} ` +
-      `(${r1.ratio_p50.toFixed(1)}×)`,
+    goal('warm-pool session to first result, p50 under 20 ms', p50('4a') < 20, `${fmt(p50('4a'))} ms`),
+    goal('run_code warm over stdio, p50 under 1 ms', p50('2') < 1, `${fmt(p50('2'))} ms`),
+    goal('run_code warm over HTTP, p50 under 2 ms', p50('1') < 2, `${fmt(p50('1'))} ms`),
+    goal('run_code at least 30× faster than docker exec (p50, stdio and HTTP)',
+      row('1').ratio_p50 >= 30 && row('2').ratio_p50 >= 30,
+      `${row('2').ratio_p50.toFixed(1)}× stdio, ${row('1').ratio_p50.toFixed(1)}× HTTP`),
+    goal('run_code faster than a bare Jupyter kernel execute (p50, stdio and HTTP)',
+      row('1j').ratio_p50 > 1 && row('2j').ratio_p50 > 1,
+      `${row('2j').ratio_p50.toFixed(2)}× stdio, ${row('1j').ratio_p50.toFixed(2)}× HTTP`),
+    goal('upload_file 10 MiB under 150 ms (p50)', p50('5c') < 150, `${fmt(p50('5c'))} ms`),
   ];
   const md = [];
   md.push(`# sandbox-mcp benchmark, ${info.date}`, '');
@@ -372,7 +371,7 @@ function buildReport(info) {
   md.push('- ratio = baseline p50 / sandbox-mcp p50 (> 1: sandbox-mcp is faster). ' +
     'All times are wall-clock ms on the client (process.hrtime.bigint); with n < 100, p99 is the max.');
   md.push('');
-  md.push('| # | sandbox-mcp | n | p50 | p99 | mean | baseline (docker CLI) | n | p50 | p99 | mean | ratio (p50) |');
+  md.push('| # | sandbox-mcp | n | p50 | p99 | mean | baseline | n | p50 | p99 | mean | ratio (p50) |');
   md.push('|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|');
   for (const r of rows) {
     const o = r.ours_stats;
@@ -443,6 +442,7 @@ async function main() {
   let httpServer;
   let http;
   let stdio;
+  let jupyter;
   let failure;
   try {
     httpServer = await startHttpServer();
@@ -464,14 +464,18 @@ async function main() {
       log(`${side.name} session ${side.sid} runs in container ${side.containerId.slice(0, 12)} (${stats.runtime})`);
     }
     const [httpSide, stdioSide] = sides;
+    httpSide.serverPid = httpServer.pid;
 
-    log('rows 1-2: warm run_code over HTTP and stdio, interleaved with docker exec');
-    await warmRunCode(httpSide, stdioSide);
+    log('rows 1-2: warm run_code over HTTP and stdio, interleaved with docker exec and a Jupyter kernel');
+    jupyter = startJupyterKernel();
+    await jupyter.ready();
+    await warmRunCode(httpSide, stdioSide, jupyter);
+    await jupyter.close();
     log('row 3: warm run_shell over HTTP, interleaved with docker exec');
     await warmRunShell(httpSide);
-    log('row 5: upload_file / download_file over HTTP, interleaved with docker exec -i');
+    log('row 5: upload_file / download_file (1 KiB to 10 MiB) over HTTP, interleaved with docker exec -i');
     await fileTransfer(httpSide);
-    log('row 4: cold sessions, interleaved with docker run (runsc and runc)');
+    log('row 4: new sessions from the warm pool and cold, interleaved with docker run (runsc and runc)');
     await coldStart(httpSide, sessionsToClean, allSessions);
 
     for (const side of sides) {
@@ -482,6 +486,7 @@ async function main() {
     failure = error;
   } finally {
     // Best effort from here on: every step runs even when an earlier one fails.
+    if (jupyter) await jupyter.close().catch(() => {});
     for (const sid of sessionsToClean) {
       for (const side of [http, stdio]) {
         if (side) await side.client.callTool({ name: 'cleanup_session', arguments: { session_id: sid } }).catch(() => {});

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Builds the release preset (via scripts/lib.sh's set-up steps), runs the latency benchmark
-# (bench/bench.mjs) against the Docker CLI baselines, writes bench/results/latest.{md,json} and
-# prints the table. Takes about a minute once the build is up to date. See bench/README.md.
-# Then the MCP sidecar benchmark (bench/sidecar.mjs): 1,000 JSON-RPC calls to server-everything
-# from the host directly, through a sidecar socket, and from inside a sandbox; sidecar.{md,json}.
+# Builds the release preset (via scripts/lib.sh's set-up steps), installs the Jupyter baseline's
+# packages, and runs, each printing its table and writing bench/results/<name>.{md,json}:
+#   bench.mjs    latency against docker exec / docker run / a Jupyter kernel (latest.{md,json})
+#   scale.mjs    1/8/32/64 sessions at once, memory per session, cancellation (scale.{md,json})
+#   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
+# See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
-#   bench/run.sh sidecar           only the sidecar benchmark
+#   bench/run.sh scale             only one of them (bench, scale or sidecar)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -70,16 +71,31 @@ cleanup_after_bench() {
   return "${status}"
 }
 
+# The Jupyter kernel baseline (bench/jupyter_kernel.py) runs Debian's ipykernel.
+install_bench_packages() {
+  local wanted=(python3-ipykernel python3-jupyter-client) missing=() pkg
+  for pkg in "${wanted[@]}"; do apt_package_installed "${pkg}" || missing+=("${pkg}"); done
+  ((${#missing[@]} == 0)) && return 0
+  apt_update_once
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
+    die "apt-get install failed for: ${missing[*]}"
+}
+
 main() {
   run_setup_steps release
+  install_bench_packages
   SERVER_BIN="$(release_server_binary)"
   node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
     die "bench.mjs needs Node >= 20 (found $(node --version))"
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs sidecar.mjs) script
-  [[ "${1:-}" == sidecar ]] && scripts=(sidecar.mjs)
+  local scripts=(bench.mjs scale.mjs sidecar.mjs) script
+  case "${1:-}" in
+    '') ;;
+    bench | scale | sidecar) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, scale or sidecar (or nothing for all three)" ;;
+  esac
   for script in "${scripts[@]}"; do
     log_step "benchmark ${script} (${SERVER_BIN}); the machine is shared, so expect noise"
     SANDBOX_MCP_BIN="${SERVER_BIN}" BENCH_PID_FILE="${BENCH_PID_FILE}" \

@@ -13,6 +13,7 @@
 #include "agent/file_requests.h"
 #include "agent/frame_io.h"
 #include "agent/request_error.h"
+#include "common/json_codec.h"
 
 #ifndef SANDBOX_AGENT_VERSION
 #define SANDBOX_AGENT_VERSION "0.0.0"
@@ -77,8 +78,13 @@ void Agent::onInputReadable() {
 }
 
 void Agent::handlePayload(const std::string& payload) {
-  const nlohmann::json request = nlohmann::json::parse(payload, nullptr, false);
-  if (request.is_discarded() || !request.is_object()) {
+  nlohmann::json request;
+  try {
+    request = common::parseJson(payload);
+  } catch (const nlohmann::json::parse_error&) {
+    request = nlohmann::json();  // not an object: ignored below
+  }
+  if (!request.is_object()) {
     std::fprintf(stderr, "sandbox-agent: ignoring a frame that is not a JSON object (%zu bytes)\n",
                  payload.size());
     return;

@@ -5,10 +5,12 @@
 
 #include <cerrno>
 
+#include "common/json_codec.h"
+
 namespace agent {
 
 std::string dumpJson(const nlohmann::json& message) {
-  return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return common::dumpJson(message);
 }
 
 bool writeAll(int fd, std::string_view bytes) noexcept {

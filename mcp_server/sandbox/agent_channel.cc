@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/frame.h"
+#include "common/json_codec.h"
 #include "sandbox/log.h"
 
 namespace sandbox {
@@ -98,8 +99,7 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
 
 void AgentChannel::writeFrame(const nlohmann::json& message) {
   // Invalid UTF-8 from a caller is replaced rather than thrown: the agent only sees valid JSON.
-  const std::string bytes =
-      frame::encode(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  const std::string bytes = frame::encode(common::dumpJson(message));
   std::lock_guard lock(write_mutex_);
   stream_->write(bytes);
 }
@@ -138,7 +138,12 @@ void AgentChannel::readLoop() noexcept {
 }
 
 void AgentChannel::dispatch(const std::string& payload) {
-  const auto message = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json message;
+  try {
+    message = common::parseJson(payload);
+  } catch (const nlohmann::json::parse_error&) {
+    message = nlohmann::json();  // reported below like any other non-object
+  }
   if (!message.is_object()) {
     throw frame::FrameError("the agent sent a frame that is not a JSON object");
   }

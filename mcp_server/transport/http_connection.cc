@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/json_codec.h"
 #include "transport/message_util.h"
 #include "transport/sse_writer.h"
 #include "transport/transport_log.h"
@@ -185,7 +186,7 @@ void HttpConnection::handlePost() {
   const auto& request = parser_->get();
   json message;
   try {
-    message = json::parse(request.body());
+    message = common::parseJson(request.body());
   } catch (const json::parse_error& e) {
     respondJson(http::status::bad_request, jsonrpc::parseErrorResponse(e.what()));
     return;

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/json_codec.h"
+
 namespace transport {
 
 using json = nlohmann::json;
@@ -47,7 +49,7 @@ using json = nlohmann::json;
 // Compact single-line JSON. Invalid UTF-8 (e.g. raw tool output) becomes U+FFFD instead of
 // throwing, so a bad byte can never take down a connection.
 [[nodiscard]] inline std::string serialize(const json& message) {
-  return message.dump(-1, ' ', false, json::error_handler_t::replace);
+  return common::dumpJson(message);
 }
 
 }  // namespace transport

@@ -11,6 +11,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/json_codec.h"
 #include "transport/line_splitter.h"
 #include "transport/message_util.h"
 #include "transport/transport_log.h"
@@ -109,7 +110,7 @@ void StdioTransport::dispatchLine(std::string_view line) {
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;  // blank line
   json message;
   try {
-    message = json::parse(line);
+    message = common::parseJson(line);
   } catch (const json::parse_error& e) {
     writeMessage(jsonrpc::parseErrorResponse(e.what()));
     return;

@@ -131,22 +131,28 @@ test('output streams as log messages once the client sets the level to info', as
 });
 
 test('a slow execution in one session does not hold up calls to other sessions', async () => {
+  // Eight more sessions on the same MCP connection, made before the slow call starts.
+  const others = await Promise.all(Array.from({ length: 8 }, async (_, i) =>
+    (await call(conn.client, 'run_code', { code: `n = ${i}` })).structuredContent.session_id));
   const slowSession = (await call(conn.client, 'run_code', { code: 'pass' })).structuredContent.session_id;
   let slowDone = false;
-  const slow = call(conn.client, 'run_code', { code: 'import time\ntime.sleep(6)', session_id: slowSession })
-    .then((r) => { slowDone = true; return r; });
-  // Eight more sessions on the same MCP connection, ten calls each, all at once.
-  const others = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
-    const first = await call(conn.client, 'run_code', { code: `n = ${i}` });
-    const sid = first.structuredContent.session_id;
+  const controller = new AbortController();
+  const slow = conn.client.callTool(
+    { name: 'run_code', arguments: { code: 'import time\ntime.sleep(60)', session_id: slowSession } },
+    undefined, { signal: controller.signal },
+  ).finally(() => { slowDone = true; });
+  // Ten calls in each of the others, all at once, while the slow one runs.
+  await Promise.all(others.map(async (sid, i) => {
     for (let k = 0; k < 10; k++) {
       const r = await call(conn.client, 'run_code', { code: 'n', session_id: sid });
       assert.equal(r.structuredContent.result, String(i));
     }
-    return sid;
   }));
   assert.equal(slowDone, false, 'the other sessions finished while the slow one still ran');
-  assert.equal((await slow).structuredContent.status, 'success');
+  controller.abort('done');
+  await assert.rejects(slow);
+  const after = await call(conn.client, 'run_code', { code: '1 + 1', session_id: slowSession });
+  assert.equal(after.structuredContent.result, '2', 'the cancelled session serves the next call');
   for (const sid of [slowSession, ...others]) await call(conn.client, 'cleanup_session', { session_id: sid });
 });
 
