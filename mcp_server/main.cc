@@ -5,8 +5,10 @@
 
 #include "app/cli_options.h"
 #include "app/server_app.h"
+#include "common/malloc_tuning.h"
 
 int main(int argc, char** argv) {
+  common::tuneMallocForLargeMessages();
   app::CliOptions options;
   try {
     options = app::parseCli(std::vector<std::string>(argv + 1, argv + argc));

@@ -9,9 +9,7 @@
 
 namespace agent {
 
-std::string dumpJson(const nlohmann::json& message) {
-  return common::dumpJson(message);
-}
+std::string dumpJson(const nlohmann::json& message) { return common::dumpJson(message); }
 
 bool writeAll(int fd, std::string_view bytes) noexcept {
   while (!bytes.empty()) {

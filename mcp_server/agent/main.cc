@@ -3,8 +3,10 @@
 #include <exception>
 
 #include "agent/agent.h"
+#include "common/malloc_tuning.h"
 
 int main() {
+  common::tuneMallocForLargeMessages();  // under gVisor a page fault costs even more
   try {
     agent::Agent agent;
     return agent.run();

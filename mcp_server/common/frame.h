@@ -20,18 +20,20 @@ class FrameError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-[[nodiscard]] inline std::string encode(std::string_view payload) {
-  if (payload.size() > kMaxPayloadBytes) {
-    throw FrameError("frame payload of " + std::to_string(payload.size()) +
-                     " bytes exceeds the limit of " + std::to_string(kMaxPayloadBytes));
+// The 4-byte header of a frame whose payload has `size` bytes (write the payload right after).
+[[nodiscard]] inline std::string encodeHeader(std::size_t size) {
+  if (size > kMaxPayloadBytes) {
+    throw FrameError("frame payload of " + std::to_string(size) + " bytes exceeds the limit of " +
+                     std::to_string(kMaxPayloadBytes));
   }
-  const auto n = static_cast<std::uint32_t>(payload.size());
-  std::string out;
+  const auto n = static_cast<std::uint32_t>(size);
+  return std::string{static_cast<char>((n >> 24U) & 0xFFU), static_cast<char>((n >> 16U) & 0xFFU),
+                     static_cast<char>((n >> 8U) & 0xFFU), static_cast<char>(n & 0xFFU)};
+}
+
+[[nodiscard]] inline std::string encode(std::string_view payload) {
+  std::string out = encodeHeader(payload.size());
   out.reserve(kHeaderBytes + payload.size());
-  out.push_back(static_cast<char>((n >> 24U) & 0xFFU));
-  out.push_back(static_cast<char>((n >> 16U) & 0xFFU));
-  out.push_back(static_cast<char>((n >> 8U) & 0xFFU));
-  out.push_back(static_cast<char>(n & 0xFFU));
   out.append(payload);
   return out;
 }

@@ -48,6 +48,7 @@ inline void restoreLongStrings(nlohmann::json& node, std::vector<std::string>& c
 
 inline void appendEscaped(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
+  if (text.size() > kLongString) out.reserve(out.size() + text.size() + 2);  // no regrowth
   out.push_back('"');
   std::size_t run = 0;  // start of the bytes not yet copied
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -56,13 +57,27 @@ inline void appendEscaped(std::string& out, std::string_view text) {
     out.append(text.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\b': out.append("\\b"); break;
-      case '\f': out.append("\\f"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
       default:
         out.append("\\u00");
         out.push_back(kHex[c >> 4U]);
@@ -122,8 +137,7 @@ inline void dumpInto(std::string& out, const nlohmann::json& node) {
 // Like nlohmann::json::parse(text): throws nlohmann::json::parse_error on invalid input.
 [[nodiscard]] inline nlohmann::json parseJson(std::string_view text) {
   namespace d = json_codec_detail;
-  if (text.size() < d::kLongString ||
-      text.find(d::kU0001) != std::string_view::npos) {
+  if (text.size() < d::kLongString || text.find(d::kU0001) != std::string_view::npos) {
     return nlohmann::json::parse(text);
   }
   std::string reduced;

@@ -72,7 +72,7 @@ struct VolumesConfig {
 struct HttpConfig {
   std::string path = "/mcp";
   std::int64_t max_body_bytes = 48LL * 1024 * 1024;  // fits a 32 MiB upload in base64
-  std::vector<std::string> allowed_origins;  // empty: loopback origins only
+  std::vector<std::string> allowed_origins;          // empty: loopback origins only
   std::int64_t session_idle_timeout_s = 1800;
 };
 

@@ -9,6 +9,10 @@
 #include "sandbox/log.h"
 
 namespace sandbox {
+namespace {
+// Payloads below this are copied behind their header and sent with one write.
+constexpr std::size_t kCopyIntoFrameBytes = std::size_t{64} * 1024;
+}  // namespace
 
 std::shared_ptr<AgentChannel> AgentChannel::start(std::unique_ptr<ByteStream> stream,
                                                   std::string name) {
@@ -99,9 +103,18 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
 
 void AgentChannel::writeFrame(const nlohmann::json& message) {
   // Invalid UTF-8 from a caller is replaced rather than thrown: the agent only sees valid JSON.
-  const std::string bytes = frame::encode(common::dumpJson(message));
+  const std::string payload = common::dumpJson(message);
+  if (payload.size() < kCopyIntoFrameBytes) {
+    const std::string bytes = frame::encode(payload);
+    std::lock_guard lock(write_mutex_);
+    stream_->write(bytes);
+    return;
+  }
+  // A large payload (a file) is not copied once more behind a header: two writes instead.
+  const std::string header = frame::encodeHeader(payload.size());
   std::lock_guard lock(write_mutex_);
-  stream_->write(bytes);
+  stream_->write(header);
+  stream_->write(payload);
 }
 
 void AgentChannel::sendCancel(std::uint64_t target) noexcept {

@@ -120,7 +120,9 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (name == params.end() || !name->is_string()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call needs params.name (a string)");
   }
-  const json arguments = params.value("arguments", json::object());
+  static const json kNoArguments = json::object();
+  const auto given = params.find("arguments");  // referenced, not copied: it may hold a file
+  const json& arguments = given != params.end() ? *given : kNoArguments;
   if (!arguments.is_object()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call params.arguments must be an object");
   }

@@ -422,9 +422,7 @@ ExecutionSlots::Slot SessionManager::claimExecutionSlot() {
   return std::move(*slot);
 }
 
-WarmPool::Stats SessionManager::poolStats() {
-  return pool_ ? pool_->stats() : WarmPool::Stats{};
-}
+WarmPool::Stats SessionManager::poolStats() { return pool_ ? pool_->stats() : WarmPool::Stats{}; }
 
 void SessionManager::shutdown() {
   if (pool_) pool_->stop();

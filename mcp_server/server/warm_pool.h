@@ -22,7 +22,8 @@ namespace server {
 
 // Whether a sandbox made for `ready` can serve a request for `wanted`. Labels are not compared:
 // they name the session, which a pooled sandbox cannot know in advance.
-[[nodiscard]] bool sameProfile(const sandbox::SandboxSpec& ready, const sandbox::SandboxSpec& wanted);
+[[nodiscard]] bool sameProfile(const sandbox::SandboxSpec& ready,
+                               const sandbox::SandboxSpec& wanted);
 
 struct WarmPoolOptions {
   std::size_t size = 2;

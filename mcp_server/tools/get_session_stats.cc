@@ -8,7 +8,8 @@ Tool makeGetSessionStatsTool() {
       "get_session_stats",
       "Session statistics",
       "Statistics of a session: executions so far, creation time, uptime, container status, "
-      "image and runtime, whether it started from the warm pool; for sessions with an mcp_allowlist, the enforced allowlist and the "
+      "image and runtime, whether it started from the warm pool; for sessions with an "
+      "mcp_allowlist, the enforced allowlist and the "
       "MCP sidecar's counters (requests allowed, denied, failed upstream).",
       {{"type", "object"},
        {"properties", {{"session_id", {{"type", "string"}}}}},

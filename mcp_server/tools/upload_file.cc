@@ -1,3 +1,6 @@
+#include <optional>
+#include <string_view>
+
 #include "common/base64.h"
 #include "server/session_manager.h"
 #include "tools/builtin_tools.h"
@@ -29,16 +32,16 @@ Tool makeUploadFileTool(const config::ServerConfig& config) {
   const auto max_bytes = static_cast<std::size_t>(config.execution.max_file_bytes);
   return Tool{std::move(spec), [max_bytes](const json& arguments, ToolContext& ctx) {
                 const auto& content = arguments.at("content").get_ref<const std::string&>();
-                std::string bytes = content;
+                std::optional<std::string> decoded;  // only for base64: text is used as it is
                 if (arguments.value("encoding", "utf-8") == "base64") {
-                  auto decoded = common::base64Decode(content);
+                  decoded = common::base64Decode(content);
                   if (!decoded) {
                     return ToolResult::failure(
                         "content is not valid base64; send standard base64 (A-Z a-z 0-9 + /, "
                         "'=' padding) or use encoding \"utf-8\" for text");
                   }
-                  bytes = std::move(*decoded);
                 }
+                const std::string_view bytes = decoded ? std::string_view(*decoded) : content;
                 if (bytes.size() > max_bytes) {
                   return ToolResult::failure(
                       "file of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +

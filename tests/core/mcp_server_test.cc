@@ -236,10 +236,9 @@ RecordedCall callRecording(jsonrpc::Endpoint& ep, json params) {
     std::lock_guard lock(mutex);
     out.notifications.push_back(notification);
   };
-  out.reply = ep.handle(
-                    {{"jsonrpc", "2.0"}, {"id", 99}, {"method", "tools/call"}, {"params", params}},
-                    ctx)
-                  .value_or(json());
+  out.reply =
+      ep.handle({{"jsonrpc", "2.0"}, {"id", 99}, {"method", "tools/call"}, {"params", params}}, ctx)
+          .value_or(json());
   return out;
 }
 
@@ -247,7 +246,8 @@ RecordedCall callRecording(jsonrpc::Endpoint& ep, json params) {
 
 TEST_F(McpServerTest, OutputIsStreamedAsProgressWhenAskedFor) {
   initialize(*endpoint);
-  auto plain = callRecording(*endpoint, {{"name", "run_code"}, {"arguments", {{"code", "stream"}}}});
+  auto plain =
+      callRecording(*endpoint, {{"name", "run_code"}, {"arguments", {{"code", "stream"}}}});
   EXPECT_TRUE(plain.notifications.empty()) << "no progressToken, no logging: nothing streamed";
 
   auto streamed = callRecording(*endpoint, {{"name", "run_code"},
@@ -271,11 +271,13 @@ TEST_F(McpServerTest, OutputIsStreamedAsProgressWhenAskedFor) {
 TEST_F(McpServerTest, OutputIsStreamedAsLogMessagesAtInfo) {
   initialize(*endpoint);
   request(*endpoint, "logging/setLevel", {{"level", "warning"}});
-  auto quiet = callRecording(*endpoint, {{"name", "run_code"}, {"arguments", {{"code", "stream"}}}});
+  auto quiet =
+      callRecording(*endpoint, {{"name", "run_code"}, {"arguments", {{"code", "stream"}}}});
   EXPECT_TRUE(quiet.notifications.empty()) << "output is info: not sent at level warning";
 
   request(*endpoint, "logging/setLevel", {{"level", "info"}});
-  auto logged = callRecording(*endpoint, {{"name", "run_code"}, {"arguments", {{"code", "stream"}}}});
+  auto logged =
+      callRecording(*endpoint, {{"name", "run_code"}, {"arguments", {{"code", "stream"}}}});
   ASSERT_EQ(logged.notifications.size(), 3U);
   EXPECT_EQ(logged.notifications[0]["method"], "notifications/message");
   EXPECT_EQ(logged.notifications[0]["params"]["level"], "info");
@@ -292,11 +294,12 @@ TEST_F(McpServerTest, ExecutionLimitGivesBusyErrorAtOnce) {
   initialize(*ep);
   auto running = std::async(std::launch::async, [&] {
     jsonrpc::RequestContext ctx;
-    return ep->handle({{"jsonrpc", "2.0"},
-                       {"id", "long"},
-                       {"method", "tools/call"},
-                       {"params", {{"name", "run_code"}, {"arguments", {{"code", "wait-for-cancel"}}}}}},
-                      ctx);
+    return ep->handle(
+        {{"jsonrpc", "2.0"},
+         {"id", "long"},
+         {"method", "tools/call"},
+         {"params", {{"name", "run_code"}, {"arguments", {{"code", "wait-for-cancel"}}}}}},
+        ctx);
   });
   // Wait until the long call holds the only slot, then try a second one.
   for (int i = 0; i < 500 && limited.executionSlots().inUse() == 0; ++i) {

@@ -49,7 +49,9 @@ TEST(SameProfile, ComparesEverythingButLabels) {
       [](auto& s) { s.image = "other:1"; },
       [](auto& s) { s.runtime = "runc"; },
       [](auto& s) { s.environment["A"] = "1"; },
-      [](auto& s) { s.volumes.push_back({"/srv/data", "/data", true}); },
+      [](auto& s) {
+        s.volumes.push_back({"/srv/data", "/data", true});
+      },
       [](auto& s) { s.limits.memory_mib = 1024; },
       [](auto& s) { s.limits.cpus = 2; },
       [](auto& s) { s.limits.pids = 10; },
@@ -158,13 +160,15 @@ TEST(WarmPool, SessionsOfTheDefaultProfileStartWarm) {
 
   auto warm = call("run_code", {{"code", "1"}});
   const auto warm_id = warm["structuredContent"]["session_id"].get<std::string>();
-  EXPECT_TRUE(call("get_session_stats", {{"session_id", warm_id}})["structuredContent"]["warm_start"]);
+  EXPECT_TRUE(
+      call("get_session_stats", {{"session_id", warm_id}})["structuredContent"]["warm_start"]);
   EXPECT_EQ(sessions.poolStats().claimed, 1U);
 
   ASSERT_TRUE(eventually([&] { return sessions.poolStats().ready == 1; }));
   auto cold = call("run_code", {{"code", "1"}, {"environment", {{"A", "1"}}}});
   const auto cold_id = cold["structuredContent"]["session_id"].get<std::string>();
-  EXPECT_FALSE(call("get_session_stats", {{"session_id", cold_id}})["structuredContent"]["warm_start"])
+  EXPECT_FALSE(
+      call("get_session_stats", {{"session_id", cold_id}})["structuredContent"]["warm_start"])
       << "a session with its own environment is created cold";
   EXPECT_EQ(sessions.poolStats().ready, 1U) << "the pooled sandbox is still there";
 

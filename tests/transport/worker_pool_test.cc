@@ -5,9 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <future>
-#include <thread>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace {
