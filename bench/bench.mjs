@@ -12,18 +12,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import nodeHttp from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   SERVER_BIN, connectHttp, connectStdio, containersOfSession, dockerGet, startHttpServer,
   stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
-  callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, runCodeOk, summarize, timed,
+  BENCH_DIR, RESULTS_DIR, SCALE, callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf,
+  runCodeOk, summarize, timed,
 } from './lib.mjs';
 
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const RESULTS_DIR = process.env.BENCH_RESULTS_DIR || path.join(BENCH_DIR, 'results');
-const SCALE = Number(process.env.BENCH_SCALE || 1);
 const IMAGE = process.env.SANDBOX_IMAGE_TAG || 'sandbox-mcp/python:latest';
 const BASELINE_LABEL = 'sandbox-mcp.bench=1'; // our own `docker run` baselines, for crash cleanup
 

@@ -3,7 +3,13 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SERVER_BIN, dockerGet } from '../tests/e2e/harness.mjs';
+
+export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+export const RESULTS_DIR = process.env.BENCH_RESULTS_DIR || path.join(BENCH_DIR, 'results');
+export const SCALE = Number(process.env.BENCH_SCALE || 1); // multiplies every sample count
 
 // --- measuring -------------------------------------------------------------------------------
 const nowNs = () => process.hrtime.bigint();

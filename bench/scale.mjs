@@ -15,17 +15,14 @@
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   SERVER_BIN, connectHttp, dockerGet, startHttpServer, stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
-  callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, runCodeOk, summarize, timed,
+  RESULTS_DIR, SCALE, callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, runCodeOk,
+  summarize, timed,
 } from './lib.mjs';
 
-const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
-const RESULTS_DIR = process.env.BENCH_RESULTS_DIR || path.join(BENCH_DIR, 'results');
-const SCALE = Number(process.env.BENCH_SCALE || 1);
 const LEVELS = [1, 8, 32, 64];
 const CALLS_PER_SESSION = Math.max(5, Math.round(50 * SCALE));
 const CREATE_PARALLEL = 4; // sessions created side by side while setting up

@@ -153,6 +153,7 @@ void WarmPool::stop() noexcept {
   if (filler_.joinable()) filler_.join();
   // Each removal is an engine round trip; do them side by side.
   std::vector<std::thread> removers;
+  removers.reserve(doomed.size());
   for (auto& entry : doomed) {
     removers.emplace_back([sandbox = std::move(entry.sandbox)]() mutable { sandbox.reset(); });
   }

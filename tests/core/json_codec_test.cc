@@ -68,8 +68,9 @@ TEST(JsonCodec, DumpsLikeNlohmannWithReplacement) {
 }
 
 TEST(JsonCodec, RoundTripsALargeUpload) {
-  std::string content(13 * 1024 * 1024, 'Q');
-  for (std::size_t i = 0; i < content.size(); i += 7) content[i] = 'a' + static_cast<char>(i % 26);
+  std::string content(std::size_t{13} * 1024 * 1024, 'Q');
+  const std::string_view letters = "abcdefghijklmnopqrstuvwxyz";
+  for (std::size_t i = 0; i < content.size(); i += 7) content[i] = letters[i % letters.size()];
   const json message = {
       {"jsonrpc", "2.0"},
       {"id", 1},
