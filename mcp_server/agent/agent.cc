@@ -54,8 +54,8 @@ int Agent::run() {
 }
 
 void Agent::onInputReadable() {
-  std::string buffer(kReadChunkBytes, '\0');
-  const ssize_t n = ::read(kInputFd, buffer.data(), buffer.size());
+  if (input_buffer_.size() != kReadChunkBytes) input_buffer_.resize(kReadChunkBytes);
+  const ssize_t n = ::read(kInputFd, input_buffer_.data(), input_buffer_.size());
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return;
     shutdown(1, std::string("reading stdin failed: ") + std::strerror(errno));
@@ -65,7 +65,7 @@ void Agent::onInputReadable() {
     shutdown(0, "stdin closed (the server went away); stopping");
     return;
   }
-  decoder_.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+  decoder_.feed(std::string_view(input_buffer_.data(), static_cast<std::size_t>(n)));
   try {
     while (auto payload = decoder_.next()) {
       handlePayload(*payload);

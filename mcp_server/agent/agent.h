@@ -42,6 +42,9 @@ class Agent {
   Reaper reaper_;
   Executor executor_;
   frame::Decoder decoder_;
+  // Reused for every read of stdin: allocating (and zeroing) 256 KiB per frame costs page
+  // faults, which are dear under gVisor.
+  std::string input_buffer_;
   std::filesystem::path cwd_;
   int exit_code_ = 0;
   bool shutting_down_ = false;
