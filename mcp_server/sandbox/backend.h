@@ -28,6 +28,8 @@ struct VolumeMount {
   std::string host_path;
   std::string container_path;
   bool read_only = true;
+
+  friend bool operator==(const VolumeMount&, const VolumeMount&) = default;
 };
 
 struct Limits {
@@ -36,6 +38,8 @@ struct Limits {
   std::int64_t pids = 256;              // under runsc this also counts the Sentry's own threads
   std::int64_t tmp_size_mib = 256;      // tmpfs /tmp
   std::int64_t workdir_size_mib = 256;  // tmpfs working directory
+
+  friend bool operator==(const Limits&, const Limits&) = default;
 };
 
 struct SandboxSpec {

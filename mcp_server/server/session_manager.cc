@@ -26,21 +26,12 @@ std::string unknownSessionMessage(const std::string& id) {
          "run_shell without session_id (or with a new id) to start a session.";
 }
 
-bool sameVolumes(const std::vector<sandbox::VolumeMount>& a,
-                 const std::vector<sandbox::VolumeMount>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
-           return x.host_path == y.host_path && x.container_path == y.container_path &&
-                  x.read_only == y.read_only;
-         });
-}
-
 // Names the first option that differs, so the caller knows which argument to drop.
 std::string firstDifference(const SessionOptions& have, const SessionOptions& want) {
   if (want.image != have.image) return "image";
   if (want.dockerfile != have.dockerfile) return "dockerfile";
   if (want.environment != have.environment) return "environment";
-  if (!sameVolumes(want.volumes, have.volumes)) return "volumes";
+  if (want.volumes != have.volumes) return "volumes";
   if (want.mcp_allowlist != have.mcp_allowlist) return "mcp_allowlist";
   return {};
 }

@@ -17,19 +17,6 @@ std::shared_ptr<spdlog::logger> log() {
   return logger;
 }
 
-bool sameVolumes(const std::vector<sandbox::VolumeMount>& a,
-                 const std::vector<sandbox::VolumeMount>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.host_path == y.host_path && x.container_path == y.container_path &&
-           x.read_only == y.read_only;
-  });
-}
-
-bool sameLimits(const sandbox::Limits& a, const sandbox::Limits& b) {
-  return a.memory_mib == b.memory_mib && a.cpus == b.cpus && a.pids == b.pids &&
-         a.tmp_size_mib == b.tmp_size_mib && a.workdir_size_mib == b.workdir_size_mib;
-}
-
 // How often the filler looks for pooled sandboxes that died while waiting (engine restart, OOM).
 constexpr auto kHealthCheckPeriod = std::chrono::seconds(5);
 
@@ -37,8 +24,8 @@ constexpr auto kHealthCheckPeriod = std::chrono::seconds(5);
 
 bool sameProfile(const sandbox::SandboxSpec& ready, const sandbox::SandboxSpec& wanted) {
   return ready.image == wanted.image && ready.runtime == wanted.runtime &&
-         ready.environment == wanted.environment && sameVolumes(ready.volumes, wanted.volumes) &&
-         sameLimits(ready.limits, wanted.limits) && ready.user == wanted.user &&
+         ready.environment == wanted.environment && ready.volumes == wanted.volumes &&
+         ready.limits == wanted.limits && ready.user == wanted.user &&
          ready.workdir == wanted.workdir && ready.read_only_root == wanted.read_only_root &&
          ready.python_helper_dir == wanted.python_helper_dir;
 }
