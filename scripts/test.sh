@@ -2,7 +2,7 @@
 # Sets the machine up (like scripts/setup.sh, but builds the asan-ubsan preset), then runs the
 # whole test suite and prints "N passed, N failed". Exits non-zero on any failure.
 #   unit tests:              in parallel (-j2)
-#   integration, e2e, other: one at a time (they share dockerd and its warm containers)
+#   integration, e2e, adversarial, other: one at a time (they share dockerd and its warm containers)
 # Under this command the engine is set up, so nothing may skip: a skipped test counts as failed.
 # Afterwards no container labelled sandbox-mcp.managed=1 may remain (a leak is a bug).
 #   SANDBOX_TEST_TIMEOUT  default per-test timeout in seconds (300)
@@ -103,7 +103,8 @@ main() {
   run_ctest unit 2 -L '^unit$'
   run_ctest integration 1 -L '^integration$'
   run_ctest e2e 1 -L '^e2e$'
-  run_ctest unlabelled 1 -LE '^(unit|integration|e2e)$'
+  run_ctest adversarial 1 -L '^adversarial$'
+  run_ctest unlabelled 1 -LE '^(unit|integration|e2e|adversarial)$'
 
   local leak_status=0
   check_container_leaks "${before}" || leak_status=1
