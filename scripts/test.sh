@@ -4,7 +4,8 @@
 #   unit tests:              in parallel (-j2)
 #   integration, e2e, adversarial, other: one at a time (they share dockerd and its warm containers)
 # Under this command the engine is set up, so nothing may skip: a skipped test counts as failed.
-# Afterwards no container labelled sandbox-mcp.managed=1 may remain (a leak is a bug).
+# Afterwards no container labelled sandbox-mcp.managed=1, no runsc process without its container,
+# no new Docker volume and no server run-time directory may remain (a leak is a bug).
 #   SANDBOX_TEST_TIMEOUT  default per-test timeout in seconds (300)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -87,6 +88,60 @@ check_runtime_dir_leaks() {
   return 1
 }
 
+# Prints the pids of runsc processes (gVisor sandboxes, gofers) whose container dockerd no longer
+# runs: a sandbox that `docker ps` does not list but still holds memory is a leak too.
+stray_runsc_pids() {
+  local running pid cmdline id stray
+  running=" $(docker ps -q --no-trunc | tr '\n' ' ') "
+  for pid in $(pgrep -f '(^|/)runsc( |-)' || true); do
+    cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null || true)"
+    [[ -n "${cmdline}" ]] || continue
+    stray=1
+    for id in $(grep -oE '\b[0-9a-f]{64}\b' <<<"${cmdline}" || true); do
+      [[ "${running}" == *" ${id} "* ]] && stray=0
+    done
+    # A process naming no container id at all (e.g. `runsc --version`) is not a sandbox.
+    grep -qE '\b[0-9a-f]{64}\b' <<<"${cmdline}" || stray=0
+    ((stray)) && printf '%s\n' "${pid}"
+  done
+  return 0
+}
+
+# Fails when gVisor processes outlive their containers (checked after the container check, which
+# waits for removals in flight).
+check_runsc_leaks() {
+  local stray=()
+  log_step "check for runsc processes without a container"
+  local deadline=$((SECONDS + 10))
+  while :; do
+    mapfile -t stray < <(stray_runsc_pids)
+    ((${#stray[@]} == 0 || SECONDS >= deadline)) && break
+    sleep 1
+  done
+  if ((${#stray[@]} == 0)); then
+    log_info "none"
+    return 0
+  fi
+  printf 'error: %d runsc process(es) run without a container (a leaked gVisor sandbox):\n' \
+    "${#stray[@]}" >&2
+  ps -o pid,etime,args -p "$(IFS=,; echo "${stray[*]}")" >&2 || true
+  return 1
+}
+
+# Fails when the run left Docker volumes behind (anonymous VOLUMEs of sandbox images are removed
+# with their container).
+check_volume_leaks() {
+  local before_file="$1" leaked=()
+  log_step "check for leaked Docker volumes"
+  mapfile -t leaked < <(docker volume ls -q | sort | comm -13 "${before_file}" -)
+  if ((${#leaked[@]} == 0)); then
+    log_info "none"
+    return 0
+  fi
+  printf 'error: the tests left %d Docker volume(s) behind: %s\n' "${#leaked[@]}" "${leaked[*]}" >&2
+  return 1
+}
+
 main() {
   run_setup_steps "${PRESET}"
 
@@ -96,6 +151,8 @@ main() {
   managed_containers >"${before}"
   local dirs_before="${RESULTS_DIR}/runtime-dirs-before.txt"
   runtime_dirs >"${dirs_before}"
+  local volumes_before="${RESULTS_DIR}/volumes-before.txt"
+  docker volume ls -q | sort >"${volumes_before}"
   [[ -s "${before}" ]] &&
     log_warn "$(wc -l <"${before}") ${MANAGED_LABEL} container(s) existed before the tests; they are ignored"
 
@@ -109,6 +166,8 @@ main() {
   local leak_status=0
   check_container_leaks "${before}" || leak_status=1
   check_runtime_dir_leaks "${dirs_before}" || leak_status=1
+  check_runsc_leaks || leak_status=1
+  check_volume_leaks "${volumes_before}" || leak_status=1
 
   local passed failed skipped
   read -r passed failed skipped < <(count_results)
