@@ -160,6 +160,11 @@ install_gvisor() {
 #                      without it.
 #      --platform=ptrace  the backports runsc defaults to systrap, measured slower here for
 #                      shell commands (37 vs 17 ms p50); kvm needs nested virtualisation.
+#  - runtime "runsc-build": gVisor for the RUN steps of model-supplied Dockerfiles (only used when
+#    the operator sets sandbox.allow_dockerfile). --overlay2=none: runsc's default root overlay
+#    (root:self) keeps a container's writes inside the sandbox, so `docker commit` of a RUN step
+#    would capture nothing; without the overlay the writes reach the container's layer (through
+#    gVisor's gofer) and can be committed. No --host-uds: builds reach no host socket.
 # Reload: dockerd re-reads "runtimes" on SIGHUP, but "bridge" only at start-up, so a changed
 # bridge setting restarts dockerd while a runtime-only change just sends SIGHUP.
 configure_docker() {
@@ -177,10 +182,12 @@ configure_docker() {
       .bridge = "none"
       | .runtimes.runsc = ((.runtimes.runsc // {})
                            + {path: $path, runtimeArgs: ["--network=none", "--host-uds=open", "--platform=ptrace"]})
+      | .runtimes["runsc-build"] = ((.runtimes["runsc-build"] // {})
+                           + {path: $path, runtimeArgs: ["--network=none", "--overlay2=none", "--platform=ptrace"]})
     ' <<<"${old}")"
 
   if [[ "${new}" == "${old}" ]]; then
-    log_info "unchanged (bridge none, runtime runsc at ${runsc_path})"
+    log_info "unchanged (bridge none, runtimes runsc and runsc-build at ${runsc_path})"
     return 0
   fi
   local bridge_changed=0
@@ -277,6 +284,8 @@ verify_docker_engine() {
   runtimes="$(docker info --format '{{json .Runtimes}}')"
   jq -e 'has("runsc")' <<<"${runtimes}" >/dev/null ||
     die "dockerd has no 'runsc' runtime: run configure_docker, then restart dockerd"
+  jq -e 'has("runsc-build")' <<<"${runtimes}" >/dev/null ||
+    die "dockerd has no 'runsc-build' runtime (Dockerfile builds): run configure_docker, then restart dockerd"
   if docker network inspect bridge >/dev/null 2>&1; then
     die "dockerd still has the default bridge network: restart dockerd so '\"bridge\": \"none\"' applies"
   fi

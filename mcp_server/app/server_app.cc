@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <csignal>
@@ -22,6 +23,7 @@
 #include "config/config.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sidecar.h"
+#include "sandbox/docker/runtime_probe.h"
 #include "sandbox/process_sidecar.h"
 #include "sandbox/runtime_dir.h"
 #include "server/mcp_server.h"
@@ -94,6 +96,8 @@ sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig&
   options.agent_path = agentPath(cfg);
   options.request_timeout = std::chrono::milliseconds(cfg.docker.request_timeout_ms);
   options.default_image = cfg.sandbox.image;
+  options.built_images.max_count = static_cast<std::size_t>(cfg.sandbox.built_images_max);
+  options.built_images.max_idle_s = cfg.sandbox.built_image_max_idle_s;
   return options;
 }
 
@@ -187,8 +191,48 @@ std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
   return checks;
 }
 
+// Doctor only (they start containers): ls/stat under the sandbox runtime, and the build runtime
+// when Dockerfile builds are on.
+std::vector<sandbox::HealthCheck> sandboxChecks(const config::ServerConfig& cfg,
+                                                sandbox::docker::DockerBackend& backend) {
+  std::vector<sandbox::HealthCheck> checks;
+  const auto runtimes = backend.runtimes();
+  const auto has = [&](const std::string& name) {
+    return std::find(runtimes.begin(), runtimes.end(), name) != runtimes.end();
+  };
+  if (has(cfg.sandbox.runtime) && backend.imageExists(cfg.sandbox.image)) {
+    checks.push_back(sandbox::docker::probeFileListing(
+        backend.engine(), cfg.sandbox.image, cfg.sandbox.runtime, backend.containerLabels()));
+  }
+  if (cfg.sandbox.allow_dockerfile) {
+    const bool ok = has(cfg.sandbox.build_runtime);
+    checks.push_back({"build runtime", ok,
+                      ok ? cfg.sandbox.build_runtime + " registered (Dockerfile RUN steps)"
+                         : cfg.sandbox.build_runtime +
+                               " is not registered with dockerd, so Dockerfile builds fail. Fix: "
+                               "scripts/setup.sh registers runsc-build (runsc --overlay2=none) in "
+                               "/etc/docker/daemon.json"});
+  }
+  return checks;
+}
+
+// Startup says out loud what the operator weakened.
+void logWeakenings(const config::ServerConfig& cfg) {
+  if (cfg.sandbox.allow_runc_fallback) {
+    spdlog::warn(
+        "WEAKENED: sandbox.allow_runc_fallback is on: without runsc, sandboxes run under runc");
+  }
+  if (cfg.sandbox.allow_dockerfile) {
+    spdlog::warn(
+        "sandbox.allow_dockerfile is on: models may build images (RUN steps under {}, network "
+        "none, {} s deadline)",
+        cfg.sandbox.build_runtime, cfg.sandbox.build_timeout_s);
+  }
+}
+
 int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   SignalWatcher signals;  // before any thread starts, so all inherit the mask
+  logWeakenings(cfg);
   sandbox::docker::DockerBackend backend(backendOptions(cfg));
   if (!checkReadiness(backend)) {
     spdlog::error(
@@ -283,6 +327,7 @@ int runDoctor(const CliOptions& options) noexcept {
     bool all_ok = true;
     auto checks = backend.healthChecks();
     for (auto& check : sidecarChecks(cfg, backend)) checks.push_back(std::move(check));
+    for (auto& check : sandboxChecks(cfg, backend)) checks.push_back(std::move(check));
     for (const auto& check : checks) {
       std::printf("[%s] %-22s %s\n", check.ok ? " ok " : "FAIL", check.name.c_str(),
                   check.detail.c_str());

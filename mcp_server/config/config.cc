@@ -78,7 +78,11 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   ObjectReader r(*node, "sandbox");
   r.read("image", out.image);
   r.read("runtime", out.runtime);
-  r.read("strict_gvisor", out.strict_gvisor);
+  if (node->contains("strict_gvisor")) {
+    ObjectReader::fail("sandbox.strict_gvisor",
+                       "was replaced: refusing runc is now the default; set "
+                       "sandbox.allow_runc_fallback to true to fall back to runc instead");
+  }
   r.read("memory_mib", out.memory_mib);
   r.read("cpus", out.cpus);
   r.read("pids_limit", out.pids_limit);
@@ -90,7 +94,32 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   r.read("agent_path", out.agent_path);
   r.read("allow_custom_images", out.allow_custom_images);
   r.read("allow_dockerfile", out.allow_dockerfile);
+  r.read("allow_runc_fallback", out.allow_runc_fallback);
+  r.read("allowed_images", out.allowed_images);
+  r.read("allowed_image_label", out.allowed_image_label);
+  r.read("build_runtime", out.build_runtime);
+  r.read("build_timeout_s", out.build_timeout_s);
+  r.read("build_max_steps", out.build_max_steps);
+  r.read("built_images_max", out.built_images_max);
+  r.read("built_image_max_idle_s", out.built_image_max_idle_s);
   r.rejectUnknown();
+  for (std::size_t i = 0; i < out.allowed_images.size(); ++i) {
+    const auto& entry = out.allowed_images[i];
+    const auto star = entry.find('*');
+    if (entry.empty() || (star != std::string::npos &&
+                          (star != entry.size() - 1 || star < 2 || entry[star - 1] != ':'))) {
+      ObjectReader::fail("sandbox.allowed_images[" + std::to_string(i) + "]",
+                         "must be an image reference (\"repo:tag\") or \"repo:*\"");
+    }
+  }
+  if (!out.allowed_image_label.empty() && out.allowed_image_label.find('=') == std::string::npos) {
+    ObjectReader::fail("sandbox.allowed_image_label", "must be \"key=value\"");
+  }
+  if (out.build_runtime.empty()) ObjectReader::fail("sandbox.build_runtime", "must not be empty");
+  requireAtLeast(out.build_timeout_s, 1, "sandbox.build_timeout_s");
+  requireAtLeast(out.build_max_steps, 1, "sandbox.build_max_steps");
+  requireAtLeast(out.built_images_max, 1, "sandbox.built_images_max");
+  requireAtLeast(out.built_image_max_idle_s, 60, "sandbox.built_image_max_idle_s");
   if (out.runtime != "runsc" && out.runtime != "runc") {
     ObjectReader::fail("sandbox.runtime", "must be \"runsc\" or \"runc\"");
   }
@@ -303,7 +332,6 @@ json toJson(const ServerConfig& c) {
       {"sandbox",
        {{"image", c.sandbox.image},
         {"runtime", c.sandbox.runtime},
-        {"strict_gvisor", c.sandbox.strict_gvisor},
         {"memory_mib", c.sandbox.memory_mib},
         {"cpus", c.sandbox.cpus},
         {"pids_limit", c.sandbox.pids_limit},
@@ -314,7 +342,15 @@ json toJson(const ServerConfig& c) {
         {"read_only_root", c.sandbox.read_only_root},
         {"agent_path", c.sandbox.agent_path},
         {"allow_custom_images", c.sandbox.allow_custom_images},
-        {"allow_dockerfile", c.sandbox.allow_dockerfile}}},
+        {"allow_dockerfile", c.sandbox.allow_dockerfile},
+        {"allow_runc_fallback", c.sandbox.allow_runc_fallback},
+        {"allowed_images", c.sandbox.allowed_images},
+        {"allowed_image_label", c.sandbox.allowed_image_label},
+        {"build_runtime", c.sandbox.build_runtime},
+        {"build_timeout_s", c.sandbox.build_timeout_s},
+        {"build_max_steps", c.sandbox.build_max_steps},
+        {"built_images_max", c.sandbox.built_images_max},
+        {"built_image_max_idle_s", c.sandbox.built_image_max_idle_s}}},
       {"execution",
        {{"default_timeout_s", c.execution.default_timeout_s},
         {"max_timeout_s", c.execution.max_timeout_s},

@@ -29,7 +29,6 @@ struct DockerConfig {
 struct SandboxConfig {
   std::string image = "sandbox-mcp/python:latest";
   std::string runtime = "runsc";  // gVisor; "runc" only as a logged, opt-in weakening
-  bool strict_gvisor = false;     // refuse to start sessions when runsc is unavailable
   std::int64_t memory_mib = 512;
   double cpus = 1.0;
   std::int64_t pids_limit = 256;  // runsc counts its own Sentry threads here (DESIGN.md)
@@ -39,8 +38,23 @@ struct SandboxConfig {
   std::string user = "65534:65534";  // nobody; empty keeps the image's user
   bool read_only_root = true;
   std::string agent_path;  // host path of sandbox-agent; empty = next to the sandbox-mcp binary
-  bool allow_custom_images = true;  // `image` argument: any image already on the engine
-  bool allow_dockerfile = true;     // `dockerfile` argument: built through the engine, cached
+  bool allow_custom_images = true;  // `image` argument accepted (only allowed_images, below)
+  bool allow_dockerfile = false;    // `dockerfile` argument: off unless the operator opts in
+  // When runsc is not registered with the engine: false (default) refuses sessions; true falls
+  // back to runc, a logged weakening.
+  bool allow_runc_fallback = false;
+  // Images the `image` argument and a Dockerfile's FROM may name: exact references
+  // ("repo:tag", "repo" means "repo:latest") or "repo:*" (any tag of repo). Empty: `image` only.
+  std::vector<std::string> allowed_images;
+  // An image with this label ("key=value") is allowed too; empty: no label allows.
+  std::string allowed_image_label;
+  // Dockerfile builds (when allow_dockerfile): each RUN runs under build_runtime (gVisor without
+  // its root overlay, so the step's changes can be committed), with the sandbox's limits.
+  std::string build_runtime = "runsc-build";
+  std::int64_t build_timeout_s = 300;           // the whole build, all steps
+  std::int64_t build_max_steps = 32;            // instructions in one Dockerfile
+  std::int64_t built_images_max = 16;           // built images kept; the least recently used go
+  std::int64_t built_image_max_idle_s = 86400;  // a built image unused this long is removed
 };
 
 struct ExecutionConfig {

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "common/cancel_token.h"
+#include "sandbox/build_file.h"
+#include "sandbox/image_policy.h"
 
 namespace sandbox {
 
@@ -122,14 +124,26 @@ struct HealthCheck {
   std::string detail;  // what was found, or exactly what to run to fix it
 };
 
+// A Dockerfile build the session manager has already parsed and checked (its FROM is allowed).
+struct BuildRequest {
+  BuildPlan plan;
+  std::string base_id;  // the FROM image's id, resolved when it was checked (no re-resolving)
+  std::string runtime;  // every RUN step runs under it (gVisor without its root overlay)
+  Limits limits;        // each RUN step's container
+  std::chrono::seconds timeout{300};  // the whole build
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   virtual std::unique_ptr<Sandbox> create(const SandboxSpec& spec) = 0;
   [[nodiscard]] virtual bool imageExists(const std::string& image) = 0;
-  // Builds a Dockerfile (no build context) once per content hash; returns the image tag.
-  virtual std::string buildImage(const std::string& dockerfile) = 0;
+  // What the engine reports about an image; nullopt when it is not on the engine.
+  [[nodiscard]] virtual std::optional<ImageFacts> inspectImage(const std::string& image) = 0;
+  // Builds the plan once per content (plan and base id); returns the image tag. Throws
+  // SandboxError on a failed step, the deadline, or a missing runtime.
+  virtual std::string buildImage(const BuildRequest& request) = 0;
   [[nodiscard]] virtual std::vector<std::string> runtimes() = 0;
   // Removes environments left by an earlier server instance; returns how many.
   virtual int removeOrphans() = 0;

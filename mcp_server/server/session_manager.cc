@@ -145,32 +145,63 @@ std::string SessionManager::resolveRuntime() {
   if (has) {
     runtime_ = config_.sandbox.runtime;
     if (*runtime_ == "runc") {
-      log()->warn("sandbox.runtime is runc: sandboxes share the host kernel (no gVisor)");
+      log()->warn("WEAKENED: sandbox.runtime is runc: sandboxes share the host kernel (no gVisor)");
     }
-  } else if (config_.sandbox.strict_gvisor) {
+  } else if (!config_.sandbox.allow_runc_fallback) {
     throw SandboxError(
-        "gVisor (runsc) is not registered with the Docker engine and "
-        "sandbox.strict_gvisor is on: run scripts/setup.sh (it installs runsc and "
-        "adds it to /etc/docker/daemon.json), then retry");
+        "gVisor (runsc) is not registered with the Docker engine, and this server refuses to "
+        "run sandboxes without it: run scripts/setup.sh (it installs runsc and adds it to "
+        "/etc/docker/daemon.json), then retry. (The operator may accept runc instead with "
+        "sandbox.allow_runc_fallback: true, a weakening.)");
   } else {
     log()->warn(
-        "runtime {} is not registered with the engine; falling back to runc. Sandboxes "
-        "are weaker without gVisor: run scripts/setup.sh, or set sandbox.strict_gvisor",
+        "WEAKENED: runtime {} is not registered with the engine and sandbox.allow_runc_fallback "
+        "is on: sandboxes run under runc and share the host kernel. Run scripts/setup.sh to "
+        "install gVisor",
         config_.sandbox.runtime);
     runtime_ = "runc";
   }
   return *runtime_;
 }
 
-std::string SessionManager::resolveImage(const SessionOptions& options) {
-  if (!options.dockerfile.empty()) {
-    if (!config_.sandbox.allow_dockerfile) {
-      throw SandboxError(
-          "the dockerfile argument is disabled on this server "
-          "(sandbox.allow_dockerfile); use the default image");
-    }
-    return backend_.buildImage(options.dockerfile);
+sandbox::ImageFacts SessionManager::checkImageAllowed(const std::string& image,
+                                                      const std::string& what) {
+  const auto facts = backend_.inspectImage(image);
+  if (!facts) {
+    throw SandboxError(what + " '" + image +
+                       "' is not present on the Docker engine and this server never pulls "
+                       "images. Omit it to use " +
+                       config_.sandbox.image + ", or have the operator build or load it.");
   }
+  const auto policy = sandbox::makeImagePolicy(
+      config_.sandbox.image, config_.sandbox.allowed_images, config_.sandbox.allowed_image_label);
+  const auto decision = sandbox::decideImage(
+      policy, *facts, image, [this](const std::string& id) { return backend_.inspectImage(id); });
+  if (!decision.allowed) throw SandboxError(what + ": " + decision.reason);
+  log()->debug("{} '{}' allowed: {}", what, image, decision.reason);
+  return *facts;
+}
+
+std::string SessionManager::buildImage(const std::string& dockerfile) {
+  if (!config_.sandbox.allow_dockerfile) {
+    throw SandboxError(
+        "the dockerfile argument is off on this server. Omit it (and use image or the default "
+        "image). The operator can enable it with sandbox.allow_dockerfile: true (\"sandbox\": "
+        "{\"allow_dockerfile\": true} in the config file); builds then run each RUN step under "
+        "gVisor with no network");
+  }
+  sandbox::BuildRequest request;
+  request.plan = sandbox::parseBuildFile(dockerfile,
+                                         static_cast<std::size_t>(config_.sandbox.build_max_steps));
+  request.base_id = checkImageAllowed(request.plan.from, "dockerfile FROM image").id;
+  request.runtime = config_.sandbox.build_runtime;
+  request.limits = baseLimits();
+  request.timeout = std::chrono::seconds(config_.sandbox.build_timeout_s);
+  return backend_.buildImage(request);
+}
+
+std::string SessionManager::resolveImage(const SessionOptions& options) {
+  if (!options.dockerfile.empty()) return buildImage(options.dockerfile);
   if (options.image.empty()) return config_.sandbox.image;
   if (!config_.sandbox.allow_custom_images && options.image != config_.sandbox.image) {
     throw SandboxError(
@@ -178,12 +209,7 @@ std::string SessionManager::resolveImage(const SessionOptions& options) {
         "(sandbox.allow_custom_images); omit it to use " +
         config_.sandbox.image);
   }
-  if (!backend_.imageExists(options.image)) {
-    throw SandboxError("image '" + options.image +
-                       "' is not present on the Docker engine and "
-                       "this server never pulls images. Omit image to use " +
-                       config_.sandbox.image + ", or have the operator build or load it.");
-  }
+  (void)checkImageAllowed(options.image, "image");
   return options.image;
 }
 
@@ -214,17 +240,23 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
       std::move(limit_flags), config_.mcp.audit_log);
 }
 
+sandbox::Limits SessionManager::baseLimits() const {
+  sandbox::Limits limits;
+  limits.memory_mib = config_.sandbox.memory_mib;
+  limits.cpus = config_.sandbox.cpus;
+  limits.pids = config_.sandbox.pids_limit;
+  limits.tmp_size_mib = config_.sandbox.tmp_size_mib;
+  limits.workdir_size_mib = config_.sandbox.workdir_size_mib;
+  return limits;
+}
+
 sandbox::SandboxSpec SessionManager::baseSpec(const SessionOptions& options) {
   sandbox::SandboxSpec spec;
   spec.runtime = resolveRuntime();
   spec.image = resolveImage(options);
   spec.environment = options.environment;
   spec.volumes = options.volumes;
-  spec.limits.memory_mib = config_.sandbox.memory_mib;
-  spec.limits.cpus = config_.sandbox.cpus;
-  spec.limits.pids = config_.sandbox.pids_limit;
-  spec.limits.tmp_size_mib = config_.sandbox.tmp_size_mib;
-  spec.limits.workdir_size_mib = config_.sandbox.workdir_size_mib;
+  spec.limits = baseLimits();
   spec.user = config_.sandbox.user;
   spec.workdir = config_.sandbox.workdir;
   spec.read_only_root = config_.sandbox.read_only_root;

@@ -62,7 +62,8 @@ class SessionManager {
   void forget(const std::shared_ptr<Session>& session);
 
   [[nodiscard]] std::size_t size();
-  // Runtime new sandboxes get ("runsc" or "runc"); throws when strict_gvisor forbids runc.
+  // Runtime new sandboxes get ("runsc" or "runc"); throws when runsc is missing and
+  // sandbox.allow_runc_fallback is off.
   [[nodiscard]] std::string resolveRuntime();
   void shutdown();
 
@@ -85,6 +86,12 @@ class SessionManager {
   std::shared_ptr<Session> createSession(const std::string& owner, const std::string& id,
                                          const SessionOptions& options);
   [[nodiscard]] std::string resolveImage(const SessionOptions& options);
+  // The image's facts when the operator's image policy allows it; else a SandboxError saying
+  // what the operator must configure. `what` names the argument ("image", "dockerfile FROM").
+  sandbox::ImageFacts checkImageAllowed(const std::string& image, const std::string& what);
+  // Parses, checks and builds a model's Dockerfile (sandbox.allow_dockerfile only).
+  [[nodiscard]] std::string buildImage(const std::string& dockerfile);
+  [[nodiscard]] sandbox::Limits baseLimits() const;
   // The spec every session with these options gets, before session-specific labels and mounts.
   [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options);
   [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,

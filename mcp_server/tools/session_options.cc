@@ -15,14 +15,17 @@ json sessionOptionProperties() {
       {"image",
        {{"type", "string"},
         {"description",
-         "Docker image for a new session (must already be on the engine; "
-         "default: the server's sandbox image)."}}},
+         "Docker image for a new session: one the operator allowed "
+         "(sandbox.allowed_images), already on the engine (nothing is pulled). Default: the "
+         "server's sandbox image."}}},
       {"dockerfile",
        {{"type", "string"},
         {"maxLength", 65536},
         {"description",
-         "Dockerfile to build the image of a new session (cached by content; "
-         "overrides image). Builds have no network."}}},
+         "Dockerfile to build the image of a new session (off unless the operator enabled "
+         "sandbox.allow_dockerfile; cached by content; overrides image). Only FROM <allowed "
+         "image on the engine>, RUN, ENV, WORKDIR, USER and LABEL; no ADD/COPY. RUN steps run "
+         "under gVisor with no network and the sandbox's limits."}}},
       {"environment",
        {{"type", "object"},
         {"additionalProperties", {{"type", "string"}}},

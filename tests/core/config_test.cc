@@ -26,14 +26,46 @@ TEST(Config, EmptyDocumentGivesSecureDefaults) {
   EXPECT_EQ(c.sessions.idle_timeout_s, 900);
   EXPECT_EQ(c.sessions.max_sessions, 64);
   EXPECT_TRUE(c.volumes.allowed_host_dirs.empty());
+  // Hostile-input defaults (issue 9): no runc fallback, no Dockerfile builds, only sandbox.image.
+  EXPECT_FALSE(c.sandbox.allow_runc_fallback);
+  EXPECT_FALSE(c.sandbox.allow_dockerfile);
+  EXPECT_TRUE(c.sandbox.allowed_images.empty());
+  EXPECT_TRUE(c.sandbox.allowed_image_label.empty());
+  EXPECT_EQ(c.sandbox.build_runtime, "runsc-build");
+  EXPECT_EQ(c.sandbox.build_timeout_s, 300);
+}
+
+TEST(Config, SandboxBuildAndImageFieldsAreValidated) {
+  const auto c = config::fromJson({{"sandbox",
+                                    {{"allowed_images", {"team/py:*", "tools:1.2"}},
+                                     {"allowed_image_label", "sandbox-mcp.allowed=1"},
+                                     {"allow_dockerfile", true},
+                                     {"built_images_max", 4}}}});
+  EXPECT_EQ(c.sandbox.allowed_images, (std::vector<std::string>{"team/py:*", "tools:1.2"}));
+  EXPECT_TRUE(c.sandbox.allow_dockerfile);
+  EXPECT_EQ(c.sandbox.built_images_max, 4);
+  EXPECT_EQ(errorOf({{"sandbox", {{"allowed_images", {"*"}}}}}),
+            "config: sandbox.allowed_images[0] must be an image reference (\"repo:tag\") or "
+            "\"repo:*\"");
+  EXPECT_EQ(errorOf({{"sandbox", {{"allowed_images", {"ok:1", "a*b:1"}}}}}),
+            "config: sandbox.allowed_images[1] must be an image reference (\"repo:tag\") or "
+            "\"repo:*\"");
+  EXPECT_EQ(errorOf({{"sandbox", {{"allowed_image_label", "nolabel"}}}}),
+            "config: sandbox.allowed_image_label must be \"key=value\"");
+  EXPECT_EQ(errorOf({{"sandbox", {{"build_timeout_s", 0}}}}),
+            "config: sandbox.build_timeout_s must be >= 1");
+  // The old switch is named in the error, with its replacement.
+  EXPECT_NE(errorOf({{"sandbox", {{"strict_gvisor", true}}}}).find("allow_runc_fallback"),
+            std::string::npos);
 }
 
 TEST(Config, ReadsNestedValues) {
   const auto c = config::fromJson(
-      {{"sandbox", {{"memory_mib", 1024}, {"runtime", "runc"}, {"strict_gvisor", true}}},
+      {{"sandbox", {{"memory_mib", 1024}, {"runtime", "runc"}, {"allow_runc_fallback", true}}},
        {"volumes", {{"allowed_host_dirs", {{{"path", "/data/"}, {"allow_rw", true}}}}}}});
   EXPECT_EQ(c.sandbox.memory_mib, 1024);
   EXPECT_EQ(c.sandbox.runtime, "runc");
+  EXPECT_TRUE(c.sandbox.allow_runc_fallback);
   ASSERT_EQ(c.volumes.allowed_host_dirs.size(), 1U);
   EXPECT_EQ(c.volumes.allowed_host_dirs[0].path, "/data");
   EXPECT_TRUE(c.volumes.allowed_host_dirs[0].allow_rw);

@@ -103,7 +103,15 @@ class FakeBackend : public sandbox::Backend {
                                          sandboxes_alive);
   }
   bool imageExists(const std::string& image) override { return image != "missing:latest"; }
-  std::string buildImage(const std::string&) override { return "built:1"; }
+  std::optional<sandbox::ImageFacts> inspectImage(const std::string& image) override {
+    if (!imageExists(image)) return std::nullopt;
+    return sandbox::ImageFacts{"sha256:" + image, {image}, {}, {}};
+  }
+  std::string buildImage(const sandbox::BuildRequest& request) override {
+    std::lock_guard lock(spec_mutex);
+    last_build = request;
+    return "built:1";
+  }
   std::vector<std::string> runtimes() override { return runtime_names; }
   int removeOrphans() override { return 0; }
   std::vector<sandbox::HealthCheck> healthChecks() override { return {}; }
@@ -114,7 +122,8 @@ class FakeBackend : public sandbox::Backend {
   // Shared by every sandbox made so far: store false to make them all report a dead container.
   std::shared_ptr<std::atomic<bool>> sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
   std::mutex spec_mutex;
-  sandbox::SandboxSpec last_spec;  // guarded by spec_mutex while a warm pool may be filling
+  sandbox::SandboxSpec last_spec;    // guarded by spec_mutex while a warm pool may be filling
+  sandbox::BuildRequest last_build;  // guarded by spec_mutex
   std::vector<std::string> runtime_names{"runc", "runsc"};
 };
 

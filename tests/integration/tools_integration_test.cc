@@ -206,13 +206,27 @@ TEST_F(ToolsIntegration, OutputFloodIsCappedAndReported) {
 }
 
 TEST_F(ToolsIntegration, DockerfileBuildsAndCaches) {
+  cfg.sandbox.allow_dockerfile = true;  // off by default
   const std::string dockerfile =
-      "FROM sandbox-mcp/python:latest\nRUN echo built-by-test > /marker.txt\n";
+      "FROM sandbox-mcp/python:latest\nENV GREETING=hi\nWORKDIR /opt/app\n"
+      "RUN echo built-by-test > /marker.txt && pwd > where.txt\n";
   auto r = call("run_shell", {{"command", "cat /marker.txt"}, {"dockerfile", dockerfile}});
   ASSERT_FALSE(r["isError"]) << r.dump();
   EXPECT_EQ(r["structuredContent"]["stdout"], "built-by-test\n");
-  auto again = call("run_shell", {{"command", "cat /marker.txt"}, {"dockerfile", dockerfile}});
-  EXPECT_EQ(again["structuredContent"]["stdout"], "built-by-test\n");
+  auto again = call("run_shell", {{"command", "cat /marker.txt /opt/app/where.txt; echo $GREETING"},
+                                  {"dockerfile", dockerfile}});
+  EXPECT_EQ(again["structuredContent"]["stdout"], "built-by-test\n/opt/app\nhi\n");
+}
+
+// Debian 12's own runsc rejected statx(AT_NO_AUTOMOUNT): `ls` and `stat` failed with "Invalid
+// argument". The bookworm-backports runsc (scripts/setup.sh) fixes it; this keeps it fixed.
+TEST_F(ToolsIntegration, FileListingCommandsWork) {
+  for (const std::string command :
+       {"ls /", "ls /tmp", "stat /etc/passwd", "find /workspace", "ls /proc", "ls -la /etc"}) {
+    auto r = call("run_shell", {{"command", command + " >/dev/null"}, {"session_id", "ls"}});
+    EXPECT_EQ(r["structuredContent"]["exit_code"], 0)
+        << command << ": " << r["structuredContent"]["stderr"];
+  }
 }
 
 TEST_F(ToolsIntegration, EnvironmentReachesCodeAndShell) {

@@ -14,6 +14,7 @@
 
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sandbox.h"
+#include "sandbox/docker/image_builder.h"
 
 namespace {
 
@@ -331,13 +332,25 @@ TEST(DockerBackend, RemoveOrphansLeavesLiveServersAlone) {
   EXPECT_EQ(python(*sandbox, "6*7").result, "42");
 }
 
+BuildRequest buildRequest(DockerBackend& backend, const std::string& dockerfile) {
+  BuildRequest request;
+  request.plan = parseBuildFile(dockerfile, 32);
+  request.base_id = backend.inspectImage(request.plan.from).value().id;
+  request.runtime = "runsc-build";
+  request.limits = spec().limits;
+  request.timeout = std::chrono::seconds(120);
+  return request;
+}
+
+// Our builder (never dockerd's /build): RUN under gVisor without its root overlay, committed.
 TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
   DockerBackend backend(options());
-  const std::string dockerfile =
-      "FROM sandbox-mcp/python:latest\n# nonce " + uniqueSuffix() + "\nRUN echo hi > /x\n";
+  const auto request =
+      buildRequest(backend, "FROM sandbox-mcp/python:latest\nENV NONCE=" + uniqueSuffix() +
+                                "\nRUN echo hi > /x && echo $NONCE > /nonce\nUSER 65534\n");
   auto start = Clock::now();
-  const std::string tag = backend.buildImage(dockerfile);
-  std::printf("[ metric ] buildImage (offline, one RUN): %.1f ms\n", msSince(start));
+  const std::string tag = backend.buildImage(request);
+  std::printf("[ metric ] buildImage (runsc-build, one RUN): %.1f ms\n", msSince(start));
   struct ImageGuard {
     EngineClient& engine;
     std::string tag;
@@ -348,11 +361,14 @@ TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
       }
     }
   } image_guard{backend.engine(), tag};
-  EXPECT_EQ(tag, "sandbox-mcp-build:" + shortContentHash(dockerfile));
-  EXPECT_TRUE(backend.imageExists(tag));
+  EXPECT_EQ(tag, "sandbox-mcp-build:" + buildContentHash(request));
+  const auto facts = backend.inspectImage(tag);
+  ASSERT_TRUE(facts);
+  EXPECT_EQ(facts->labels.at(std::string(kLabelBuilt)), "1");
+  EXPECT_EQ(facts->labels.at(std::string(kLabelBuiltBase)), request.base_id);
 
   start = Clock::now();
-  EXPECT_EQ(backend.buildImage(dockerfile), tag);
+  EXPECT_EQ(backend.buildImage(request), tag);
   const double cached_ms = msSince(start);
   std::printf("[ metric ] buildImage cache hit: %.1f ms\n", cached_ms);
   EXPECT_LT(cached_ms, 1000.0);
@@ -365,11 +381,12 @@ TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
   }
 
   try {
-    (void)backend.buildImage("FROM sandbox-mcp/python:latest\nRUN exit 7\n");
+    (void)backend.buildImage(
+        buildRequest(backend, "FROM sandbox-mcp/python:latest\nRUN echo oops; exit 7\n"));
     FAIL() << "expected SandboxError";
   } catch (const SandboxError& e) {
-    EXPECT_NE(std::string(e.what()).find("building the image failed"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("failed with exit code 7"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("oops"), std::string::npos) << e.what();
   }
 }
 

@@ -16,7 +16,7 @@
 #include "sandbox/docker/container_config.h"
 #include "sandbox/docker/container_fate.h"
 #include "sandbox/docker/docker_sandbox.h"
-#include "sandbox/docker/ustar.h"
+#include "sandbox/docker/image_builder.h"
 #include "sandbox/log.h"
 
 namespace sandbox::docker {
@@ -169,28 +169,53 @@ bool DockerBackend::imageExists(const std::string& image) {
   }
 }
 
-std::string DockerBackend::buildImage(const std::string& dockerfile) {
-  std::string tag = "sandbox-mcp-build:" + shortContentHash(dockerfile);
-  if (imageExists(tag)) return tag;  // same content, same image: built before
-  UstarWriter context;
-  context.addFile("Dockerfile", dockerfile);
-  logger().info("building image {} (no network)", tag);
-  const auto output =
-      engine_->build("/build?t=" + urlEncode(tag) + "&rm=1&forcerm=1&networkmode=none",
-                     context.finish(), options_.build_timeout);
-  if (!output.errors.empty()) {
-    std::string errors;
-    for (const auto& error : output.errors) errors += (errors.empty() ? "" : "; ") + error;
-    throw SandboxError("building the image failed: " + errors +
-                       ". The build has no network: base it on a local image (FROM "
-                       "sandbox-mcp/python:latest) and install nothing from the internet. Log: " +
-                       tail(output.log, 2000));
+std::optional<ImageFacts> DockerBackend::inspectImage(const std::string& image) {
+  requireImageReference(image);
+  nlohmann::json details;
+  try {
+    details = engine_->request(Method::kGet, "/images/" + image + "/json").json();
+  } catch (const EngineError& e) {
+    if (e.isNotFound()) return std::nullopt;
+    throw;
   }
-  if (!imageExists(tag)) {
-    throw SandboxError("the build reported success but image " + tag +
-                       " is missing. Log: " + tail(output.log, 2000));
+  ImageFacts facts;
+  facts.id = details.value("Id", std::string());
+  for (const char* field : {"RepoTags", "RepoDigests"}) {
+    auto& out = field[4] == 'T' ? facts.repo_tags : facts.repo_digests;
+    if (const auto names = details.value(field, nlohmann::json()); names.is_array()) {
+      for (const auto& name : names) {
+        if (name.is_string()) out.push_back(name.get<std::string>());
+      }
+    }
   }
+  const auto labels =
+      details.value("Config", nlohmann::json::object()).value("Labels", nlohmann::json());
+  if (labels.is_object()) {
+    for (const auto& [key, value] : labels.items()) {
+      if (value.is_string()) facts.labels[key] = value.get<std::string>();
+    }
+  }
+  return facts;
+}
+
+std::string DockerBackend::buildImage(const BuildRequest& request) {
+  const auto available = runtimes();
+  if (std::find(available.begin(), available.end(), request.runtime) == available.end()) {
+    throw SandboxError(
+        "Dockerfile builds need the runtime '" + request.runtime +
+        "' (gVisor without its root overlay, so RUN steps can be committed), and the Docker "
+        "engine does not have it. The operator fixes this with scripts/setup.sh (it registers "
+        "runsc-build in /etc/docker/daemon.json) and a dockerd restart, or sets "
+        "sandbox.build_runtime");
+  }
+  ImageBuilder builder(*engine_, ownership_labels_);
+  auto tag = builder.build(request);
+  (void)collectBuiltImages();
   return tag;
+}
+
+int DockerBackend::collectBuiltImages() noexcept {
+  return docker::collectBuiltImages(*engine_, options_.built_images);
 }
 
 std::vector<std::string> DockerBackend::runtimes() {
@@ -230,6 +255,7 @@ int DockerBackend::removeOrphans() {
     forceRemoveContainer(*engine_, container.id);
     ++removed;
   }
+  (void)collectBuiltImages();
   return removed;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sandbox/backend.h"
+#include "sandbox/docker/built_images.h"
 #include "sandbox/docker/engine_client.h"
 #include "sandbox/docker/ownership.h"
 
@@ -22,10 +23,10 @@ struct DockerBackendOptions {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds hello_timeout{15000};           // from start until the agent answers
-  std::chrono::milliseconds build_timeout{600000};          // POST /build
   std::string default_image = "sandbox-mcp/python:latest";  // checked by healthChecks()
   std::string instance_id;                    // this server instance; empty: a random one
   std::map<std::string, std::string> labels;  // added to every container
+  BuiltImageRetention built_images;           // garbage collection of built images
 };
 
 class DockerBackend final : public Backend {
@@ -38,11 +39,14 @@ class DockerBackend final : public Backend {
   // Creates, attaches, starts and greets a container; on any failure it is removed again.
   std::unique_ptr<Sandbox> create(const SandboxSpec& spec) override;
   [[nodiscard]] bool imageExists(const std::string& image) override;
-  // Tag: sandbox-mcp-build:<first 16 hex digits of sha256(dockerfile)>; built with no network.
-  std::string buildImage(const std::string& dockerfile) override;
+  [[nodiscard]] std::optional<ImageFacts> inspectImage(const std::string& image) override;
+  // Our own builder (image_builder.h), never dockerd's /build; then garbage-collects.
+  std::string buildImage(const BuildRequest& request) override;
   [[nodiscard]] std::vector<std::string> runtimes() override;
-  // See ownership.h for the rule that decides what is an orphan.
+  // See ownership.h for the rule that decides what is an orphan. Also collects built images.
   int removeOrphans() override;
+  // Removes built images past their retention (built_images.h); returns how many.
+  int collectBuiltImages() noexcept;
   [[nodiscard]] std::vector<HealthCheck> healthChecks() override;
 
   [[nodiscard]] const std::string& instanceId() const noexcept { return options_.instance_id; }

@@ -43,7 +43,9 @@ ExecResult parseExecReply(const nlohmann::json& reply) {
 
 void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept {
   try {
-    engine.request(Method::kDelete, "/containers/" + id + "?force=1");
+    // v=1: anonymous volumes (an image's VOLUME lines) go with the container; without it each
+    // session of such an image would leave a volume on the engine for ever.
+    engine.request(Method::kDelete, "/containers/" + id + "?force=1&v=1");
   } catch (const EngineError& e) {
     if (!e.isNotFound() && !e.isConflict()) {
       logger().warn("removing container {} failed: {}", id.substr(0, 12), e.what());

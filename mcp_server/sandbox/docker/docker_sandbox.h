@@ -73,7 +73,8 @@ class DockerSandbox final : public Sandbox {
   std::optional<std::string> stop_reason_;
 };
 
-// DELETE /containers/{id}?force=1, ignoring "already gone" and "removal in progress".
+// DELETE /containers/{id}?force=1&v=1 (anonymous volumes too), ignoring "already gone" and "removal
+// in progress".
 void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept;
 
 // Reads the container's exit from the engine (briefly) and words it for a user; falls back to

@@ -1,0 +1,320 @@
+#include "sandbox/docker/image_builder.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "sandbox/docker/docker_backend.h"
+#include "sandbox/docker/docker_sandbox.h"
+#include "sandbox/docker/stream_demux.h"
+#include "sandbox/log.h"
+
+namespace sandbox::docker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr std::int64_t kMiB = std::int64_t{1024} * 1024;
+constexpr std::size_t kLogTailBytes = 2000;
+
+// The image configuration the Dockerfile builds up; RUN steps run with it.
+struct ImageConfig {
+  std::vector<std::string> env;  // "KEY=value"
+  std::string user;
+  std::string workdir;
+  std::map<std::string, std::string> labels;
+  json cmd;
+  json entrypoint;
+
+  void setEnv(const std::string& key, const std::string& value) {
+    const std::string prefix = key + "=";
+    for (auto& entry : env) {
+      if (entry.rfind(prefix, 0) == 0) {
+        entry = prefix + value;
+        return;
+      }
+    }
+    env.push_back(prefix + value);
+  }
+};
+
+ImageConfig configOf(const json& image) {
+  const json config = image.value("Config", json::object());
+  ImageConfig out;
+  if (const auto env = config.value("Env", json()); env.is_array()) {
+    for (const auto& entry : env) {
+      if (entry.is_string()) out.env.push_back(entry.get<std::string>());
+    }
+  }
+  out.user = config.value("User", std::string());
+  out.workdir = config.value("WorkingDir", std::string());
+  if (const auto labels = config.value("Labels", json()); labels.is_object()) {
+    for (const auto& [key, value] : labels.items()) {
+      if (value.is_string()) out.labels[key] = value.get<std::string>();
+    }
+  }
+  out.cmd = config.value("Cmd", json());
+  out.entrypoint = config.value("Entrypoint", json());
+  return out;
+}
+
+std::string joinPath(const std::string& base, const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  const std::string dir = base.empty() ? "/" : base;
+  return dir.back() == '/' ? dir + path : dir + "/" + path;
+}
+
+void apply(ImageConfig& config, const BuildStep& step) {
+  switch (step.op) {
+    case BuildOp::kEnv:
+      for (const auto& [key, value] : step.pairs) {
+        config.setEnv(key, expandVariables(value, config.env));
+      }
+      break;
+    case BuildOp::kLabel:
+      for (const auto& [key, value] : step.pairs) {
+        config.labels[key] = expandVariables(value, config.env);
+      }
+      break;
+    case BuildOp::kWorkdir:
+      config.workdir = joinPath(config.workdir, expandVariables(step.value, config.env));
+      break;
+    case BuildOp::kUser:
+      config.user = expandVariables(step.value, config.env);
+      break;
+    case BuildOp::kRun:
+      break;
+  }
+}
+
+// The parts of a container (and image) config the build controls.
+json configBody(const ImageConfig& config) {
+  json body = {{"Env", config.env}, {"User", config.user}, {"WorkingDir", config.workdir}};
+  body["Labels"] = config.labels;
+  if (!config.cmd.is_null()) body["Cmd"] = config.cmd;
+  if (!config.entrypoint.is_null()) body["Entrypoint"] = config.entrypoint;
+  return body;
+}
+
+json stepHostConfig(const BuildRequest& request) {
+  const std::int64_t memory = request.limits.memory_mib * kMiB;
+  json caps = json::array();
+  for (const auto cap : kBuildCapabilities) caps.push_back(std::string(cap));
+  return {
+      {"NetworkMode", "none"},
+      {"Runtime", request.runtime},
+      {"Memory", memory},
+      {"MemorySwap", memory},
+      {"NanoCpus", static_cast<std::int64_t>(std::llround(request.limits.cpus * 1e9))},
+      {"PidsLimit", request.limits.pids},
+      {"CapDrop", {"ALL"}},
+      {"CapAdd", caps},
+      {"SecurityOpt", {"no-new-privileges"}},
+      {"IpcMode", "private"},
+      {"AutoRemove", false},  // removed by us after the commit
+  };
+}
+
+// Removes a build container on every path out of a step.
+class StepContainer {
+ public:
+  StepContainer(EngineClient& engine, std::string id) : engine_(engine), id_(std::move(id)) {}
+  ~StepContainer() { forceRemoveContainer(engine_, id_); }
+  StepContainer(const StepContainer&) = delete;
+  StepContainer& operator=(const StepContainer&) = delete;
+  [[nodiscard]] const std::string& id() const noexcept { return id_; }
+
+ private:
+  EngineClient& engine_;
+  std::string id_;
+};
+
+std::string logTail(EngineClient& engine, const std::string& id) {
+  try {
+    const auto raw =
+        engine.request(Method::kGet, "/containers/" + id + "/logs?stdout=1&stderr=1&tail=40").body;
+    std::string out;
+    std::string err;
+    StreamDemux demux;
+    demux.feed(raw, out, err);
+    std::string text = out + err;
+    if (text.size() > kLogTailBytes) text = "..." + text.substr(text.size() - kLogTailBytes);
+    return text;
+  } catch (const std::exception& e) {
+    return std::string("(no log: ") + e.what() + ")";
+  }
+}
+
+std::string timeoutMessage(const BuildRequest& request, int line) {
+  return "the build ran out of time (sandbox.build_timeout_s = " +
+         std::to_string(request.timeout.count()) + " s) in the RUN step at dockerfile line " +
+         std::to_string(line) + "; the step was stopped. Make the build shorter";
+}
+
+class Build {
+ public:
+  Build(EngineClient& engine, const std::map<std::string, std::string>& labels,
+        const BuildRequest& request)
+      : engine_(engine),
+        labels_(labels),
+        request_(request),
+        deadline_(Clock::now() + request.timeout) {}
+
+  // Returns the id of the last committed image (the base when there was no RUN).
+  std::string runSteps(ImageConfig& config) {
+    std::string image = request_.base_id;
+    for (const auto& step : request_.plan.steps) {
+      if (step.op != BuildOp::kRun) {
+        apply(config, step);
+        continue;
+      }
+      image = runStep(image, config, step);
+      committed_.push_back(image);
+    }
+    return image;
+  }
+
+  // Commits `image` with the final config and our labels as repo:tag.
+  void finish(const std::string& image, ImageConfig config, const std::string& hash) {
+    config.labels[std::string(kLabelBuilt)] = "1";
+    config.labels[std::string(kLabelBuiltBase)] = request_.base_id;
+    config.labels[std::string(kLabelBuiltHash)] = hash;
+    json body = configBody(config);
+    body["Image"] = image;
+    if (!body.contains("Cmd") && !body.contains("Entrypoint")) body["Cmd"] = {"/bin/sh"};
+    body["Labels"] = containerLabels();
+    body["NetworkDisabled"] = true;
+    body["HostConfig"] = {{"NetworkMode", "none"}, {"Runtime", request_.runtime}};
+    // Never started: it only carries the image's config into the commit.
+    StepContainer container(engine_, create(body));
+    engine_.request(Method::kPost,
+                    "/commit?container=" + container.id() +
+                        "&repo=" + std::string(kBuildRepository) + "&tag=" + hash +
+                        "&comment=sandbox-mcp%20build",
+                    configBody(config));
+  }
+
+  // A failed build leaves nothing: the last committed image takes its untagged parents along.
+  void discardCommitted() noexcept {
+    if (committed_.empty()) return;
+    try {
+      engine_.request(Method::kDelete, "/images/" + committed_.back());
+    } catch (const std::exception& e) {
+      logger().warn("removing the images of a failed build failed: {}", e.what());
+    }
+  }
+
+ private:
+  json containerLabels() const {
+    json labels = labels_;
+    labels[std::string(kLabelBuildStep)] = "1";
+    return labels;
+  }
+
+  std::string create(const json& body) {
+    return engine_.request(Method::kPost, "/containers/create", body)
+        .json()
+        .at("Id")
+        .get<std::string>();
+  }
+
+  std::string runStep(const std::string& image, const ImageConfig& config, const BuildStep& step) {
+    json body = configBody(config);
+    body["Image"] = image;
+    body["Cmd"] = step.argv;
+    body["Entrypoint"] = json::array();
+    body["Labels"] = containerLabels();
+    body["NetworkDisabled"] = true;
+    body["Tty"] = false;
+    body["HostConfig"] = stepHostConfig(request_);
+    if (Clock::now() >= deadline_) throw SandboxError(timeoutMessage(request_, step.line));
+    StepContainer container(engine_, create(body));
+    engine_.request(Method::kPost, "/containers/" + container.id() + "/start");
+    const auto exit_code = waitForExit(container.id(), step.line);
+    if (exit_code != 0) {
+      const auto state = engine_.request(Method::kGet, "/containers/" + container.id() + "/json")
+                             .json()
+                             .value("State", json::object());
+      const bool oom = state.value("OOMKilled", false) || exit_code == 137;
+      throw SandboxError(
+          "the RUN step at dockerfile line " + std::to_string(step.line) +
+          " failed with exit code " + std::to_string(exit_code) +
+          (oom ? " (killed: out of memory, limit " + std::to_string(request_.limits.memory_mib) +
+                     " MiB, or out of processes)"
+               : "") +
+          ". It ran under gVisor with no network; nothing is downloaded during builds. Output: " +
+          logTail(engine_, container.id()));
+    }
+    return engine_.request(Method::kPost, "/commit?container=" + container.id(), json::object())
+        .json()
+        .at("Id")
+        .get<std::string>();
+  }
+
+  std::int64_t waitForExit(const std::string& id, int line) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+    try {
+      if (left.count() <= 0) throw EngineError(0, "deadline", "wait");
+      return engine_
+          .request(Method::kPost, "/containers/" + id + "/wait", std::nullopt,
+                   std::max(left, std::chrono::milliseconds(1)))
+          .json()
+          .value("StatusCode", std::int64_t{-1});
+    } catch (const EngineError& e) {
+      if (e.status() != 0 || Clock::now() < deadline_ - std::chrono::milliseconds(50)) throw;
+      throw SandboxError(timeoutMessage(request_, line));
+    }
+  }
+
+  EngineClient& engine_;
+  const std::map<std::string, std::string>& labels_;
+  const BuildRequest& request_;
+  const Clock::time_point deadline_;
+  std::vector<std::string> committed_;
+};
+
+std::string describePlan(const BuildRequest& request) {
+  json plan = {{"base", request.base_id}, {"from", request.plan.from}};
+  json steps = json::array();
+  for (const auto& step : request.plan.steps) {
+    steps.push_back({static_cast<int>(step.op), step.argv, step.pairs, step.value});
+  }
+  plan["steps"] = steps;
+  return plan.dump();
+}
+
+}  // namespace
+
+std::string buildContentHash(const BuildRequest& request) {
+  return shortContentHash(describePlan(request));
+}
+
+std::string ImageBuilder::build(const BuildRequest& request) {
+  const std::string hash = buildContentHash(request);
+  const std::string tag = std::string(kBuildRepository) + ":" + hash;
+  try {
+    engine_.request(Method::kGet, "/images/" + tag + "/json");
+    // Re-tagging updates the image's LastTagTime: the garbage collector's "last used".
+    engine_.request(Method::kPost, "/images/" + tag + "/tag?repo=" + std::string(kBuildRepository) +
+                                       "&tag=" + hash);
+    return tag;
+  } catch (const EngineError& e) {
+    if (!e.isNotFound()) throw;
+  }
+  const auto base = engine_.request(Method::kGet, "/images/" + request.base_id + "/json").json();
+  logger().info("building image {} from {} ({} RUN step(s) under {}, no network)", tag,
+                request.plan.from, request.plan.runCount(), request.runtime);
+  Build build(engine_, labels_, request);
+  try {
+    ImageConfig config = configOf(base);
+    const std::string last = build.runSteps(config);
+    build.finish(last, std::move(config), hash);
+  } catch (...) {
+    build.discardCommitted();
+    throw;
+  }
+  return tag;
+}
+
+}  // namespace sandbox::docker
