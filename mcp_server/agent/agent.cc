@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "agent/credentials.h"
 #include "agent/exec_request.h"
 #include "agent/file_ops.h"
 #include "agent/file_requests.h"
@@ -25,6 +26,12 @@ namespace {
 constexpr int kInputFd = 0;
 constexpr int kOutputFd = 1;
 constexpr std::size_t kReadChunkBytes = std::size_t{256} * 1024;
+
+// The uid code runs as: the code user when the agent is split from it, else the agent's own.
+unsigned codeUid() noexcept {
+  const auto& user = codeUser();
+  return user ? user->uid : ::getuid();
+}
 
 std::int64_t targetField(const nlohmann::json& request) {
   const auto it = request.find("target");
@@ -132,9 +139,13 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
 
 void Agent::replyHello(std::int64_t id) {
   executor_.whenPythonSettled([this, id] {
-    nlohmann::json reply = {
-        {"id", id},          {"ok", true},        {"agent_version", SANDBOX_AGENT_VERSION},
-        {"pid", ::getpid()}, {"uid", ::getuid()}, {"cwd", cwd_.string()}};
+    nlohmann::json reply = {{"id", id},
+                            {"ok", true},
+                            {"agent_version", SANDBOX_AGENT_VERSION},
+                            {"pid", ::getpid()},
+                            {"uid", codeUid()},
+                            {"agent_uid", ::getuid()},
+                            {"cwd", cwd_.string()}};
     reply.update(executor_.pythonInfo());
     send(reply);
   });

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "agent/credentials.h"
+
 namespace agent {
 namespace {
 
@@ -41,6 +43,11 @@ constexpr std::size_t kMaxMappedFds = 8;
     if (spec.fds[i].first == 0) stdin_mapped = true;
   }
   if (!stdin_mapped) ::dup2(stdin_fd, 0);
+  if (!becomeCodeUserInChild()) {
+    const int err = errno;
+    [[maybe_unused]] auto n = ::write(error_fd, &err, sizeof err);
+    ::_exit(127);
+  }
   ::execve(spec.executable.c_str(), argv, environ);
   const int err = errno;
   [[maybe_unused]] auto n = ::write(error_fd, &err, sizeof err);

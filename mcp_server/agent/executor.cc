@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
@@ -213,10 +214,23 @@ void Executor::onDriverReply(const nlohmann::json& reply) {
                           " and was interrupted (KeyboardInterrupt); the interpreter state "
                           "(variables, imports) is kept");
   } else {
-    result.status = reply.value("status", "error");
-    result.exit_code = reply.value("exit_code", 1);
+    // User code shares the driver's process and can write fd 4 itself: trust no field.
+    const auto status = reply.find("status");
+    result.status =
+        status != reply.end() && status->is_string() && (*status == "success" || *status == "error")
+            ? status->get<std::string>()
+            : "error";
+    const auto exit_code = reply.find("exit_code");
+    result.exit_code =
+        exit_code != reply.end() && exit_code->is_number_integer()
+            ? static_cast<int>(std::clamp<std::int64_t>(exit_code->get<std::int64_t>(), -255, 255))
+            : 1;
     const auto value = reply.find("result");
-    if (value != reply.end() && value->is_string()) result.result = value->get<std::string>();
+    if (value != reply.end() && value->is_string()) {
+      const auto& text = value->get_ref<const std::string&>();
+      const std::size_t cap = run_->request.max_output_bytes;
+      result.result = text.size() <= cap ? text : text.substr(0, cap) + "...[result cut]";
+    }
   }
   finish(std::move(result));
 }

@@ -1,13 +1,44 @@
 // sandbox-agent: PID 1 of every sandbox container. See PROTOCOL.md for what it speaks.
+// Usage: sandbox-agent [--code-user UID:GID]
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <optional>
 
 #include "agent/agent.h"
+#include "agent/credentials.h"
 #include "common/malloc_tuning.h"
 
-int main() {
+namespace {
+
+// Returns false after printing why when the arguments are unusable.
+bool applyArguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--code-user") == 0 && i + 1 < argc) {
+      const auto user = agent::parseCodeUser(argv[++i]);
+      if (!user) {
+        std::fprintf(stderr, "sandbox-agent: --code-user wants UID:GID (decimal), got '%s'\n",
+                     argv[i]);
+        return false;
+      }
+      agent::adoptCodeUser(*user);  // before anything else: no child may start as root
+      agent::scrubInitialEnvironment();
+    } else {
+      std::fprintf(stderr,
+                   "sandbox-agent: unknown argument '%s'; usage: %s [--code-user UID:GID]\n",
+                   argv[i], argv[0]);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   common::tuneMallocForLargeMessages();  // under gVisor a page fault costs even more
   try {
+    if (!applyArguments(argc, argv)) return 2;
     agent::Agent agent;
     return agent.run();
   } catch (const std::exception& e) {

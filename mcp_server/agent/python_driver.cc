@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "agent/driver_source.h"  // generated from driver.py: kDriverSource
+#include "common/json_codec.h"
 
 namespace agent {
 namespace {
@@ -135,20 +136,35 @@ void PythonDriver::onReplyBytes(std::string_view chunk) {
 }
 
 void PythonDriver::handleLine(std::string_view line) {
-  nlohmann::json message = nlohmann::json::parse(line, nullptr, false);
+  nlohmann::json message;
+  try {
+    message = common::parseJson(line);  // the shared parser: its nesting limit applies here too
+  } catch (const nlohmann::json::exception&) {
+    message = nullptr;
+  }
   if (!message.is_object()) {
     std::fprintf(stderr, "sandbox-agent: ignoring a malformed line from the Python driver\n");
     return;
   }
-  if (message.value("ready", false)) {
+  if (const auto ready = message.find("ready"); ready != message.end()) {
+    if (ready_ || *ready != true) return;  // user code repeating the driver's first line
     ready_ = true;
-    python_version_ = message.value("python_version", "");
+    const auto version = message.find("python_version");
+    python_version_ = version != message.end() && version->is_string()
+                          ? version->get<std::string>().substr(0, 64)
+                          : "";
     auto on_ready = events_.on_ready;
     on_ready();
     return;
   }
   auto on_reply = events_.on_reply;
-  on_reply(message);
+  try {
+    on_reply(message);
+  } catch (const nlohmann::json::exception& e) {
+    // User code can write this pipe: a reply of the wrong shape must not take the agent down.
+    std::fprintf(stderr, "sandbox-agent: ignoring a malformed reply from the Python driver: %s\n",
+                 e.what());
+  }
 }
 
 }  // namespace agent

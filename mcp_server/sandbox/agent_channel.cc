@@ -7,6 +7,7 @@
 #include "common/frame.h"
 #include "common/json_codec.h"
 #include "sandbox/log.h"
+#include "sandbox/sandbox_text.h"
 
 namespace sandbox {
 namespace {
@@ -56,6 +57,7 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
                                   const CallOptions& options) {
   auto waiter = std::make_shared<Waiter>();
   waiter->on_event = options.on_event;
+  waiter->max_event_bytes = options.max_event_bytes;
   std::uint64_t id = 0;
   {
     std::lock_guard lock(mutex_);
@@ -91,6 +93,10 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
   waiters_.erase(id);
   // An event handler may still be running with the caller's callback: let it finish first.
   changed_.wait(lock, [&] { return waiter->dispatching == 0; });
+  if (waiter->dropped_events > 0) {
+    logger().info("agent channel {}: dropped {} output events of request {} beyond {} bytes", name_,
+                  waiter->dropped_events, id, waiter->max_event_bytes);
+  }
   if (waiter->reply) return std::move(*waiter->reply);
   if (!settled) {
     lock.unlock();
@@ -162,13 +168,13 @@ void AgentChannel::dispatch(const std::string& payload) {
   }
   const auto id_it = message.find("id");
   if (id_it == message.end() || !id_it->is_number_unsigned()) {
-    logger().warn("agent channel {}: ignoring a frame without a numeric id: {}", name_,
-                  payload.substr(0, 200));
+    logger().debug("agent channel {}: ignoring a frame without a numeric id: {}", name_,
+                   escapeForLog(payload, 200));
     return;
   }
   const auto id = id_it->get<std::uint64_t>();
   if (message.contains("event")) {
-    deliverEvent(id, message);
+    deliverEvent(id, message, payload.size());
     return;
   }
   std::lock_guard lock(mutex_);
@@ -182,19 +188,27 @@ void AgentChannel::dispatch(const std::string& payload) {
   changed_.notify_all();
 }
 
-void AgentChannel::deliverEvent(std::uint64_t id, const nlohmann::json& event) {
+void AgentChannel::deliverEvent(std::uint64_t id, const nlohmann::json& event,
+                                std::size_t payload_bytes) {
   std::shared_ptr<Waiter> waiter;
   {
     std::lock_guard lock(mutex_);
     const auto it = waiters_.find(id);
     if (it == waiters_.end() || !it->second->on_event) return;
     waiter = it->second;
+    if (payload_bytes > waiter->max_event_bytes - waiter->event_bytes) {
+      ++waiter->dropped_events;
+      waiter->event_bytes = waiter->max_event_bytes;  // later small events are dropped too
+      return;
+    }
+    waiter->event_bytes += payload_bytes;
     ++waiter->dispatching;
   }
   try {
     waiter->on_event(event);
   } catch (const std::exception& e) {
-    logger().warn("agent channel {}: event handler for request {} threw: {}", name_, id, e.what());
+    logger().warn("agent channel {}: event handler for request {} threw: {}", name_, id,
+                  escapeForLog(e.what(), 300));
   }
   std::lock_guard lock(mutex_);
   --waiter->dispatching;

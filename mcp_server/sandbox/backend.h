@@ -93,6 +93,12 @@ struct FileEntry {
   std::int64_t mtime = 0;  // unix seconds
 };
 
+struct FileListing {
+  std::vector<FileEntry> entries;  // sorted by name, at most kMaxListEntries
+  bool truncated = false;          // the directory had more entries than were listed
+  inline static constexpr std::size_t kMaxListEntries = 10000;
+};
+
 class Sandbox {
  public:
   virtual ~Sandbox() = default;  // tears the environment down; never throws
@@ -115,7 +121,7 @@ class Sandbox {
   virtual std::size_t writeFile(const std::string& path, std::string_view bytes,
                                 int mode = 0644) = 0;
   virtual std::string readFile(const std::string& path, std::size_t max_bytes) = 0;
-  virtual std::vector<FileEntry> listFiles(const std::string& path) = 0;
+  virtual FileListing listFiles(const std::string& path) = 0;
 };
 
 struct HealthCheck {

@@ -26,6 +26,12 @@ std::string unknownSessionMessage(const std::string& id) {
          "run_shell without session_id (or with a new id) to start a session.";
 }
 
+std::string lostSandboxMessage(const std::string& id, const std::string& reason) {
+  return "The sandbox of session '" + id + "' was lost (" + reason +
+         "); its variables and files are gone. Call run_code or run_shell with session_id '" + id +
+         "' to start a fresh sandbox under the same id.";
+}
+
 // Names the first option that differs, so the caller knows which argument to drop.
 std::string firstDifference(const SessionOptions& have, const SessionOptions& want) {
   if (want.image != have.image) return "image";
@@ -98,14 +104,20 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
   if (auto problem = checkSessionId(session_id)) throw SandboxError(*problem);
 
   std::promise<std::shared_ptr<Session>> promise;
-  {
+  std::optional<std::string> lost_reason;
+  for (;;) {
     std::unique_lock lock(mutex_);
     if (stopping_) throw SandboxError("the server is shutting down; retry on a new connection");
     const auto it = sessions_.find(key(owner, session_id));
     if (it != sessions_.end()) {
       Pending pending = it->second;
       lock.unlock();
-      const auto& session = pending.get();  // rethrows the creator's error
+      const auto session = pending.get();  // rethrows the creator's error
+      if (!session->sandbox().alive()) {
+        // Died since its last use (killed from outside, OOM): replace it, and say so.
+        forget(session);
+        continue;
+      }
       if (options_given) {
         if (auto field = firstDifference(session->options(), options); !field.empty()) {
           throw SandboxError("session '" + session_id + "' was created with a different " + field +
@@ -113,7 +125,7 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
                              " to keep using this session, or start a new session for it.");
         }
       }
-      return {session, false};
+      return {session, false, std::nullopt};
     }
     if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
       throw SandboxError("busy: the server is at its limit of " +
@@ -122,15 +134,21 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
                          "retry after idle sessions expire.");
     }
     sessions_.emplace(key(owner, session_id), promise.get_future().share());
+    lost_reason = lost_.take(key(owner, session_id));
+    break;
   }
   try {
     auto session = createSession(owner, session_id, options);
     promise.set_value(session);
-    return {session, true};
+    if (lost_reason) {
+      log()->info("session {}: started a fresh sandbox; the previous one was lost", session_id);
+    }
+    return {session, true, lost_reason};
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(mutex_);
     sessions_.erase(key(owner, session_id));
+    if (lost_reason) lost_.remember(key(owner, session_id), *lost_reason);  // still to be told
     throw;
   }
 }
@@ -311,11 +329,18 @@ std::shared_ptr<Session> SessionManager::find(const std::string& owner, const st
     if (it == sessions_.end()) throw SandboxError(unknownSessionMessage(id));
     pending = it->second;
   }
+  std::shared_ptr<Session> session;
   try {
-    return pending.get();
+    session = pending.get();
   } catch (const std::exception&) {
     throw SandboxError(unknownSessionMessage(id));
   }
+  if (!session->sandbox().alive()) {
+    const std::string reason = session->sandbox().stopReason().value_or("the sandbox stopped");
+    forget(session, reason);
+    throw SandboxError(lostSandboxMessage(id, reason));
+  }
+  return session;
 }
 
 bool SessionManager::remove(const std::string& owner, const std::string& id) {
@@ -326,6 +351,7 @@ bool SessionManager::remove(const std::string& owner, const std::string& id) {
     if (it == sessions_.end()) return false;
     pending = it->second;
     sessions_.erase(it);
+    lost_.erase(key(owner, id));
   }
   try {
     pending.get();  // waits for a creation in flight; the sandbox dies with the last reference
@@ -336,17 +362,23 @@ bool SessionManager::remove(const std::string& owner, const std::string& id) {
   return true;
 }
 
-void SessionManager::forget(const std::shared_ptr<Session>& session) {
+void SessionManager::forget(const std::shared_ptr<Session>& session, std::string reason) {
+  if (reason.empty()) {
+    // May wait briefly for the engine to report the exit: outside the lock.
+    reason = session->sandbox().stopReason().value_or("the sandbox stopped");
+  }
   std::lock_guard lock(mutex_);
   const auto it = sessions_.find(key(session->owner(), session->id()));
   if (it == sessions_.end()) return;
   const auto& pending = it->second;
   if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     try {
-      if (pending.get() == session) sessions_.erase(it);
+      if (pending.get() != session) return;  // already replaced by a fresh sandbox
     } catch (const std::exception&) {
-      sessions_.erase(it);
     }
+    sessions_.erase(it);
+    lost_.remember(key(session->owner(), session->id()), reason);
+    log()->warn("session {}: its sandbox was lost", session->id());
   }
 }
 
@@ -385,6 +417,7 @@ void SessionManager::closeOwner(const std::string& owner) {
         ++it;
       }
     }
+    lost_.eraseWithPrefix(prefix);
   }
   const auto count = doomed.size();
   destroyConcurrently(std::move(doomed));

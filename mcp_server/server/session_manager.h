@@ -19,6 +19,7 @@
 #include "sandbox/runtime_dir.h"
 #include "sandbox/sidecar.h"
 #include "server/execution_slots.h"
+#include "server/lost_sessions.h"
 #include "server/session.h"
 #include "server/warm_pool.h"
 
@@ -43,6 +44,9 @@ class SessionManager {
   struct Acquired {
     std::shared_ptr<Session> session;
     bool created = false;
+    // Set when this id's previous sandbox was lost (it died or its channel broke) and `session`
+    // is a fresh one: why it was lost. The caller must tell the user (state_lost + a warning).
+    std::optional<std::string> lost_reason;
   };
 
   // Returns the owner's session `id`, creating it (with `options`) when it does not exist yet.
@@ -51,15 +55,17 @@ class SessionManager {
   Acquired acquire(const std::string& owner, const std::string& id, const SessionOptions& options,
                    bool options_given);
 
-  // The owner's existing session, or a SandboxError telling how to create one.
+  // The owner's existing session, or a SandboxError telling how to create one. A session whose
+  // sandbox has died is forgotten (remembered as lost) and reported as a SandboxError.
   [[nodiscard]] std::shared_ptr<Session> find(const std::string& owner, const std::string& id);
 
   // Destroys the owner's session; false when it did not exist.
   bool remove(const std::string& owner, const std::string& id);
   [[nodiscard]] std::vector<std::shared_ptr<Session>> list(const std::string& owner);
   void closeOwner(const std::string& owner);
-  // Destroys the owner's session after its sandbox died, so the id can start fresh.
-  void forget(const std::shared_ptr<Session>& session);
+  // Destroys the owner's session after its sandbox died, so the id can start fresh; the next
+  // acquire() of the id reports `reason` (default: the sandbox's stop reason) as lost_reason.
+  void forget(const std::shared_ptr<Session>& session, std::string reason = {});
 
   [[nodiscard]] std::size_t size();
   // Runtime new sandboxes get ("runsc" or "runc"); throws when runsc is missing and
@@ -108,6 +114,7 @@ class SessionManager {
   bool stopping_ = false;
   std::unordered_map<std::string, Pending> sessions_;
   std::optional<std::string> runtime_;  // resolved once, on first use
+  LostSessions lost_;
   ExecutionSlots slots_;
   std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
   std::thread reaper_;

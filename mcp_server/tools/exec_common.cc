@@ -94,7 +94,9 @@ json execOutputSchema() {
         {"stderr_bytes", {{"type", "integer"}}},
         {"state_lost",
          {{"type", "boolean"},
-          {"description", "the interpreter was restarted; variables are gone"}}},
+          {"description",
+           "the interpreter was restarted, or the session's sandbox was lost and replaced: "
+           "variables (and, when the sandbox was replaced, files) are gone"}}},
         {"warnings",
          {{"type", "array"},
           {"items", {{"type", "string"}}},
@@ -112,6 +114,11 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   auto acquired = ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given);
   server::SessionUse session(acquired.session);
   std::vector<std::string> warnings;
+  if (acquired.lost_reason) {
+    warnings.push_back("the previous sandbox of session '" + session->id() + "' was lost (" +
+                       *acquired.lost_reason +
+                       "); this is a fresh sandbox: variables and files are gone");
+  }
   if (auto* gateway = session->mcpGateway()) {
     try {
       if (auto notice = gateway->ensureRunning()) warnings.push_back(*notice);
@@ -134,16 +141,19 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
     result = session->sandbox().exec(request, ctx.cancel, forwarder.callback());
   } catch (const sandbox::SandboxError& e) {
     if (!session->sandbox().alive()) {
-      ctx.sessions.forget(acquired.session);
-      throw sandbox::SandboxError(std::string(e.what()) + " Session '" + session->id() +
-                                  "' has ended and its state is lost; call again to start a "
-                                  "fresh session.");
+      ctx.sessions.forget(acquired.session, e.what());
+      throw sandbox::SandboxError("the sandbox was lost: " + std::string(e.what()) + ". Session '" +
+                                  session->id() +
+                                  "' has ended and its variables and files are gone; call again "
+                                  "with the same session_id to start a fresh sandbox (the result "
+                                  "will say state_lost).");
     }
     throw;
   }
   session->countExecution();
 
   ToolResult out;
+  if (acquired.lost_reason) result.state_lost = true;
   out.structured =
       toStructured(result, "exec-" + common::randomHex(8), session->id(), acquired.created);
   out.text = renderText(out.structured);

@@ -28,28 +28,38 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
                {"type", {{"type", "string"}, {"enum", {"file", "dir", "symlink", "other"}}}},
                {"size", {{"type", "integer"}}},
                {"mtime", {{"type", "integer"}}}}},
-             {"required", {"name", "type", "size", "mtime"}}}}}}}},
+             {"required", {"name", "type", "size", "mtime"}}}}}},
+         {"truncated",
+          {{"type", "boolean"}, {"description", "the directory had more entries than listed"}}}}},
        {"required", {"path", "session_id", "entries"}}},
       {{"readOnlyHint", true}, {"openWorldHint", false}}};
-  return Tool{
-      std::move(spec), [](const json& arguments, ToolContext& ctx) {
-        auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
-        server::SessionUse use(session);
-        const auto path = arguments.value("path", ".");
-        const auto entries = session->sandbox().listFiles(path);
-        json items = json::array();
-        std::string text;
-        for (const auto& e : entries) {
-          items.push_back(
-              {{"name", e.name}, {"type", e.type}, {"size", e.size}, {"mtime", e.mtime}});
-          text += e.type == "dir" ? e.name + "/\n"
-                                  : e.name + "  (" + std::to_string(e.size) + " bytes)\n";
-        }
-        ToolResult out;
-        out.structured = {{"path", path}, {"session_id", session->id()}, {"entries", items}};
-        out.text = entries.empty() ? path + " is empty" : text;
-        return out;
-      }};
+  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
+                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+                server::SessionUse use(session);
+                const auto path = arguments.value("path", ".");
+                const auto listing = session->sandbox().listFiles(path);
+                const auto& entries = listing.entries;
+                json items = json::array();
+                std::string text;
+                for (const auto& e : entries) {
+                  items.push_back(
+                      {{"name", e.name}, {"type", e.type}, {"size", e.size}, {"mtime", e.mtime}});
+                  text += e.type == "dir" ? e.name + "/\n"
+                                          : e.name + "  (" + std::to_string(e.size) + " bytes)\n";
+                }
+                ToolResult out;
+                out.structured = {{"path", path},
+                                  {"session_id", session->id()},
+                                  {"entries", items},
+                                  {"truncated", listing.truncated}};
+                out.text = entries.empty() ? path + " is empty" : text;
+                if (listing.truncated) {
+                  out.text +=
+                      "[only the first " + std::to_string(entries.size()) +
+                      " entries are listed; list a subdirectory, or use run_shell with find]\n";
+                }
+                return out;
+              }};
 }
 
 }  // namespace tools

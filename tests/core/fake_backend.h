@@ -74,11 +74,13 @@ class FakeSandbox : public sandbox::Sandbox {
     if (it == files_.end()) throw sandbox::SandboxError("No such file: " + path);
     return it->second;
   }
-  std::vector<sandbox::FileEntry> listFiles(const std::string&) override {
+  sandbox::FileListing listFiles(const std::string&) override {
     std::lock_guard lock(mutex_);
-    std::vector<sandbox::FileEntry> entries;
-    for (const auto& [name, data] : files_) entries.push_back({name, "file", data.size(), 0});
-    return entries;
+    sandbox::FileListing listing;
+    for (const auto& [name, data] : files_) {
+      listing.entries.push_back({name, "file", data.size(), 0});
+    }
+    return listing;
   }
 
  private:

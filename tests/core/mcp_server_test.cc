@@ -371,3 +371,50 @@ TEST_F(McpServerTest, ExecutionLimitGivesBusyErrorAtOnce) {
   EXPECT_FALSE(call(*ep, "run_code", {{"code", "1"}})["isError"]) << "the slot was given back";
   ep->close();
 }
+
+// A sandbox that died between calls (killed from outside, OOM) is replaced, and the call says
+// so: state_lost plus a warning; never a silently empty sandbox under the old id.
+TEST_F(McpServerTest, DeadSandboxIsReplacedWithStateLostAndAWarning) {
+  initialize(*endpoint);
+  auto first = call(*endpoint, "run_code", {{"code", "x = 1"}, {"session_id", "victim"}});
+  ASSERT_FALSE(first["isError"]) << first.dump();
+  backend.sandboxes_alive->store(false);
+  backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);  // new ones live
+
+  auto next = call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "victim"}});
+  ASSERT_FALSE(next["isError"]) << next.dump();
+  const auto& s = next["structuredContent"];
+  EXPECT_EQ(s["session_id"], "victim");
+  EXPECT_TRUE(s["state_lost"]);
+  ASSERT_TRUE(s.contains("warnings")) << s.dump();
+  EXPECT_NE(s["warnings"][0].get<std::string>().find("was lost"), std::string::npos);
+  EXPECT_EQ(backend.created, 2);
+
+  auto after = call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "victim"}});
+  EXPECT_FALSE(after["structuredContent"]["state_lost"]) << "reported once, not forever";
+  EXPECT_FALSE(after["structuredContent"].contains("warnings"));
+}
+
+TEST_F(McpServerTest, FileToolOnDeadSandboxSaysLostThenRunReportsIt) {
+  initialize(*endpoint);
+  ASSERT_FALSE(call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}})["isError"]);
+  backend.sandboxes_alive->store(false);
+  backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
+  auto listed = call(*endpoint, "list_files", {{"session_id", "s"}});
+  EXPECT_TRUE(listed["isError"]);
+  EXPECT_NE(listed["content"][0]["text"].get<std::string>().find("was lost"), std::string::npos)
+      << listed.dump();
+  auto next = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}});
+  EXPECT_TRUE(next["structuredContent"]["state_lost"]) << next.dump();
+}
+
+TEST_F(McpServerTest, CleanupForgetsALostSandbox) {
+  initialize(*endpoint);
+  ASSERT_FALSE(call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}})["isError"]);
+  backend.sandboxes_alive->store(false);
+  backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
+  (void)call(*endpoint, "list_files", {{"session_id", "s"}});  // notices and forgets it
+  (void)call(*endpoint, "cleanup_session", {{"session_id", "s"}});
+  auto next = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}});
+  EXPECT_FALSE(next["structuredContent"]["state_lost"]) << "an explicit cleanup is not a loss";
+}

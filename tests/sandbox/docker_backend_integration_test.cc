@@ -215,7 +215,7 @@ TEST(DockerBackend, WritesReadsAndListsFiles) {
   EXPECT_EQ(sandbox->readFile("/workspace/data/blob.bin", 1 << 20), bytes);
   EXPECT_EQ(python(*sandbox, "len(open('data/blob.bin','rb').read())").result, "3000");
 
-  const auto entries = sandbox->listFiles("data");
+  const auto entries = sandbox->listFiles("data").entries;
   ASSERT_EQ(entries.size(), 1U);
   EXPECT_EQ(entries[0].name, "blob.bin");
   EXPECT_EQ(entries[0].type, "file");

@@ -25,13 +25,13 @@ SandboxSpec pythonSpec() {
 
 TEST(ContainerCreateBody, LocksTheContainerDown) {
   const json body = containerCreateBody(pythonSpec(), "/opt/agent", {{kLabelInstance, "me"}});
-  EXPECT_EQ(body["Cmd"], json({"/.sandbox/agent"}));
+  EXPECT_EQ(body["Cmd"], json({"/.sandbox/agent", "--code-user", "65534:65534"}));
   EXPECT_EQ(body["Entrypoint"], json::array());
   EXPECT_EQ(body["Tty"], false);
   EXPECT_EQ(body["OpenStdin"], true);
   EXPECT_EQ(body["StdinOnce"], true);
   EXPECT_EQ(body["NetworkDisabled"], true);
-  EXPECT_EQ(body["User"], "65534:65534");
+  EXPECT_EQ(body["User"], "0:0");  // the agent drops to 65534 for everything it runs
   EXPECT_EQ(body["WorkingDir"], "/workspace");
   EXPECT_EQ(body["Env"], json({"LANG=C.UTF-8"}));
   EXPECT_EQ(body["Labels"]["team"], "a");
@@ -44,6 +44,7 @@ TEST(ContainerCreateBody, LocksTheContainerDown) {
   EXPECT_EQ(host["NanoCpus"], 1000000000LL);
   EXPECT_EQ(host["PidsLimit"], 256);
   EXPECT_EQ(host["CapDrop"], json({"ALL"}));
+  EXPECT_EQ(host["CapAdd"], json({"SETUID", "SETGID"}));
   EXPECT_EQ(host["SecurityOpt"], json({"no-new-privileges"}));
   EXPECT_EQ(host["ReadonlyRootfs"], true);
   EXPECT_EQ(host["AutoRemove"], true);
@@ -51,6 +52,27 @@ TEST(ContainerCreateBody, LocksTheContainerDown) {
             json({"/opt/agent:/.sandbox/agent:ro", "/data/in:/in:ro", "/data/out:/out:rw"}));
   EXPECT_EQ(host["Tmpfs"]["/tmp"], "rw,nosuid,nodev,exec,size=256m,mode=1777");
   EXPECT_EQ(host["Tmpfs"]["/workspace"], "rw,nosuid,nodev,exec,size=256m,mode=1777");
+}
+
+TEST(ContainerCreateBody, WithoutACodeUserTheAgentGetsNoCapability) {
+  SandboxSpec spec;
+  spec.image = "img";
+  spec.runtime = "runsc";
+  spec.user = "";
+  const json body = containerCreateBody(spec, "/host/agent", {});
+  EXPECT_EQ(body["Cmd"], json({"/.sandbox/agent"}));
+  EXPECT_FALSE(body.contains("User"));
+  EXPECT_EQ(body["HostConfig"]["CapAdd"], json::array());
+}
+
+TEST(ContainerCreateBody, RefusesANonNumericCodeUser) {
+  SandboxSpec spec;
+  spec.image = "img";
+  spec.runtime = "runsc";
+  for (const char* user : {"nobody", "65534", "65534:", ":1", "1:2:3", "-1:0"}) {
+    spec.user = user;
+    EXPECT_THROW((void)containerCreateBody(spec, "/host/agent", {}), SandboxError) << user;
+  }
 }
 
 TEST(ContainerCreateBody, RejectsSpecsItCannotHonour) {

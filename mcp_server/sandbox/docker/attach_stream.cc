@@ -1,22 +1,9 @@
 #include "sandbox/docker/attach_stream.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include "sandbox/log.h"
+#include "sandbox/sandbox_text.h"
 
 namespace sandbox::docker {
-namespace {
-
-bool looksLikeTrouble(std::string_view line) {
-  std::string lower(line);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower.find("error") != std::string::npos || lower.find("fail") != std::string::npos ||
-         lower.find("fatal") != std::string::npos;
-}
-
-}  // namespace
 
 std::unique_ptr<AttachStream> AttachStream::open(EngineClient& engine,
                                                  const std::string& container_id,
@@ -38,8 +25,13 @@ std::size_t AttachStream::read(std::string& out) {
     if (!pending_raw_.empty()) {
       raw.swap(pending_raw_);
     } else if (socket_.read(raw) == 0) {
-      if (!partial_line_.empty()) logLine(partial_line_);
+      if (!partial_line_.empty()) logLine(partial_line_, false);
       partial_line_.clear();
+      const auto dropped = dropped_lines_.load();
+      if (dropped > 0) {
+        logger().info("container {}: {} stderr lines were not logged (rate limit)",
+                      std::string_view(container_id_).substr(0, 12), dropped);
+      }
       return 0;
     }
     std::string stdout_bytes;
@@ -56,32 +48,51 @@ std::size_t AttachStream::read(std::string& out) {
 void AttachStream::onStderr(std::string_view bytes) {
   {
     std::lock_guard lock(tail_mutex_);
-    stderr_tail_.append(bytes);
+    stderr_tail_.append(bytes.substr(bytes.size() - std::min(bytes.size(), kStderrTailBytes)));
     if (stderr_tail_.size() > kStderrTailBytes) {
       stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
     }
   }
-  partial_line_.append(bytes);
-  std::size_t newline;
-  while ((newline = partial_line_.find('\n')) != std::string::npos) {
-    const std::string line = partial_line_.substr(0, newline);
-    partial_line_.erase(0, newline + 1);
-    if (!line.empty()) logLine(line);
+  while (!bytes.empty()) {
+    const auto newline = bytes.find('\n');
+    const std::string_view piece = bytes.substr(0, newline);
+    if (!skipping_rest_of_line_) {
+      const std::size_t room = kMaxStderrLineBytes - partial_line_.size();
+      partial_line_.append(piece.substr(0, room));
+      if (piece.size() > room) {  // the line is too long: log what fits, skip the rest
+        logLine(partial_line_, true);
+        partial_line_.clear();
+        skipping_rest_of_line_ = true;
+      }
+    }
+    if (newline == std::string_view::npos) return;
+    if (!skipping_rest_of_line_ && !partial_line_.empty()) logLine(partial_line_, false);
+    partial_line_.clear();
+    skipping_rest_of_line_ = false;
+    bytes.remove_prefix(newline + 1);
   }
 }
 
-void AttachStream::logLine(std::string_view line) const {
-  const auto short_id = std::string_view(container_id_).substr(0, 12);
-  if (looksLikeTrouble(line)) {
-    logger().warn("container {}: {}", short_id, line);
-  } else {
-    logger().debug("container {}: {}", short_id, line);
+void AttachStream::logLine(std::string_view line, bool cut) {
+  const auto now = Clock::now();
+  if (now - window_start_ >= kStderrWindow) {
+    window_start_ = now;
+    window_lines_ = 0;
   }
+  if (++window_lines_ > kStderrLinesPerWindow) {
+    dropped_lines_.fetch_add(1);
+    return;
+  }
+  // DEBUG only, whatever the text says: it is written by (or through) the sandbox and must not
+  // be able to raise alarms or flood the operator's log at the default level.
+  logger().debug("container {} stderr (sandbox text): {}{}",
+                 std::string_view(container_id_).substr(0, 12),
+                 escapeForLog(line, kMaxStderrLineBytes), cut ? "...[line cut]" : "");
 }
 
 std::string AttachStream::stderrTail() const {
   std::lock_guard lock(tail_mutex_);
-  return stderr_tail_;
+  return escapeForLog(stderr_tail_, kStderrTailBytes, /*keep_newlines=*/true);
 }
 
 }  // namespace sandbox::docker

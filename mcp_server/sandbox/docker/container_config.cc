@@ -1,6 +1,8 @@
 #include "sandbox/docker/container_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 namespace sandbox::docker {
 namespace {
@@ -16,6 +18,17 @@ void requireBindablePath(const std::string& path, const std::string& field) {
   if (path.find_first_of(":,") != std::string::npos) {
     throw SandboxError(field + " must not contain ':' or ',', got '" + path + "'");
   }
+}
+
+bool isDecimal(std::string_view text) {
+  return !text.empty() && text.size() <= 10 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool isNumericUser(std::string_view user) {
+  const auto colon = user.find(':');
+  return colon != std::string_view::npos && isDecimal(user.substr(0, colon)) &&
+         isDecimal(user.substr(colon + 1));
 }
 
 }  // namespace
@@ -42,6 +55,10 @@ void validateSpec(const SandboxSpec& spec) {
   }
   if (!spec.python_helper_dir.empty()) {
     requireBindablePath(spec.python_helper_dir, "spec.python_helper_dir");
+  }
+  if (!spec.user.empty() && !isNumericUser(spec.user)) {
+    throw SandboxError("spec.user must be numeric 'uid:gid' (e.g. 65534:65534), got '" + spec.user +
+                       "'");
   }
   for (const auto& [key, value] : spec.environment) {
     if (key.empty() || key.find('=') != std::string::npos) {
@@ -95,6 +112,11 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
       {"NanoCpus", static_cast<std::int64_t>(std::llround(spec.limits.cpus * 1e9))},
       {"PidsLimit", spec.limits.pids},
       {"CapDrop", {"ALL"}},
+      // With a code user the agent starts as root holding only these two, moves itself to
+      // real uid 0 / effective uid `user` (no effective capability left) and runs every child
+      // as `user` entirely: code then cannot open /proc/1/fd/*, ptrace or signal the agent
+      // (agent/credentials.h). no-new-privileges keeps the children from ever regaining them.
+      {"CapAdd", spec.user.empty() ? nlohmann::json::array() : nlohmann::json{"SETUID", "SETGID"}},
       {"SecurityOpt", {"no-new-privileges"}},
       {"ReadonlyRootfs", spec.read_only_root},
       {"Tmpfs", tmpfs},
@@ -108,7 +130,8 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
 
   nlohmann::json body = {
       {"Image", spec.image},
-      {"Cmd", {kAgentContainerPath}},
+      {"Cmd", spec.user.empty() ? nlohmann::json{kAgentContainerPath}
+                                : nlohmann::json{kAgentContainerPath, "--code-user", spec.user}},
       {"Entrypoint", nlohmann::json::array()},  // ignore the image's entrypoint
       {"Env", env},
       {"WorkingDir", spec.workdir},
@@ -122,7 +145,7 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
       {"NetworkDisabled", true},
       {"HostConfig", host_config},
   };
-  if (!spec.user.empty()) body["User"] = spec.user;
+  if (!spec.user.empty()) body["User"] = "0:0";  // the agent drops to spec.user itself
   return body;
 }
 

@@ -20,15 +20,35 @@ T field(const nlohmann::json& object, const char* key, T fallback) {
   }
 }
 
-ExecResult parseExecReply(const nlohmann::json& reply) {
+// Room for the agent's "[sandbox] ..." notes after the capped output.
+constexpr std::size_t kNotesBytes = 16 * 1024;
+constexpr std::size_t kMaxNameBytes = 4096;  // a file name the server copies into a result
+
+// `text` cut to `cap` bytes (the agent already cut it; this holds even if it did not).
+std::string capped(std::string text, std::size_t cap, bool& was_cut) {
+  if (text.size() > cap) {
+    text.resize(cap);
+    was_cut = true;
+  }
+  return text;
+}
+
+ExecResult parseExecReply(const nlohmann::json& reply, std::size_t max_output_bytes) {
   ExecResult result;
   result.status = field<std::string>(reply, "status", "error");
-  result.stdout_text = field<std::string>(reply, "stdout", "");
-  result.stderr_text = field<std::string>(reply, "stderr", "");
+  if (result.status != "success" && result.status != "error" && result.status != "timeout" &&
+      result.status != "cancelled") {
+    result.status = "error";
+  }
+  const std::size_t cap = max_output_bytes + kNotesBytes;
+  bool cut = false;
+  result.stdout_text = capped(field<std::string>(reply, "stdout", ""), cap, cut);
+  result.stderr_text = capped(field<std::string>(reply, "stderr", ""), cap, cut);
   result.exit_code = field<int>(reply, "exit_code", 0);
   if (reply.contains("result") && reply["result"].is_string()) {
-    result.result = reply["result"].get<std::string>();
+    result.result = capped(reply["result"].get<std::string>(), cap, cut);
   }
+  if (cut) logger().info("an agent reply exceeded the output cap; it was cut");
   const auto truncated = field<nlohmann::json>(reply, "truncated", nlohmann::json::object());
   result.stdout_truncated = field<bool>(truncated, "stdout", false);
   result.stderr_truncated = field<bool>(truncated, "stderr", false);
@@ -137,7 +157,10 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
                 field<std::string>(event, "data", ""));
     };
   }
-  return parseExecReply(callAgent(std::move(message), request.timeout + kExecGrace, options));
+  // Both streams at their cap, plus the JSON framing of each event.
+  options.max_event_bytes = 2 * request.max_output_bytes + 2 * kNotesBytes;
+  return parseExecReply(callAgent(std::move(message), request.timeout + kExecGrace, options),
+                        request.max_output_bytes);
 }
 
 std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
@@ -157,18 +180,25 @@ std::string DockerSandbox::readFile(const std::string& path, std::size_t max_byt
   return std::move(*data);
 }
 
-std::vector<FileEntry> DockerSandbox::listFiles(const std::string& path) {
+FileListing DockerSandbox::listFiles(const std::string& path) {
   const auto reply = callAgent({{"op", "list_files"}, {"path", path}}, kFileOpDeadline);
-  std::vector<FileEntry> entries;
+  FileListing listing;
+  listing.truncated = field<bool>(reply, "truncated", false);
   for (const auto& item : field<nlohmann::json>(reply, "entries", nlohmann::json::array())) {
+    if (listing.entries.size() == FileListing::kMaxListEntries) {
+      listing.truncated = true;
+      break;
+    }
     FileEntry entry;
-    entry.name = field<std::string>(item, "name", "");
+    entry.name = field<std::string>(item, "name", "").substr(0, kMaxNameBytes);
     entry.type = field<std::string>(item, "type", "other");
+    if (entry.type != "file" && entry.type != "dir" && entry.type != "symlink")
+      entry.type = "other";
     entry.size = field<std::uint64_t>(item, "size", 0);
     entry.mtime = field<std::int64_t>(item, "mtime", 0);
-    entries.push_back(std::move(entry));
+    listing.entries.push_back(std::move(entry));
   }
-  return entries;
+  return listing;
 }
 
 }  // namespace sandbox::docker

@@ -50,7 +50,7 @@ class DockerSandbox final : public Sandbox {
                   const OutputCallback& on_output) override;
   std::size_t writeFile(const std::string& path, std::string_view bytes, int mode) override;
   std::string readFile(const std::string& path, std::size_t max_bytes) override;
-  std::vector<FileEntry> listFiles(const std::string& path) override;
+  FileListing listFiles(const std::string& path) override;
 
   [[nodiscard]] const std::string& name() const noexcept { return record_.name; }
   // The agent's hello reply (agent_version, python, python_version, pid, uid, cwd).
