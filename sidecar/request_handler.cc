@@ -35,12 +35,12 @@ void denyWithJsonRpc(const HandlerContext& context, const InboundRequest& reques
                      ResponseSink& sink, const std::string& url, const McpBodyCheck& check) {
   const std::string body =
       check.error_response->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  sink.sendComplete(kForbidden, {}, "application/json", body);
+  sink.sendComplete(check.http_status, {}, "application/json", body);
   auto record = startRecord(context, request, url);
   record.decision = "deny";
   record.reason = check.decision.reason;
   record.rule = check.decision.rule_id;
-  record.status = kForbidden;
+  record.status = check.http_status;
   record.bytes = body.size();
   finishRecord(context, record, request);
 }

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/accept_backoff.h"
 #include "sidecar/client_connection.h"
 #include "sidecar/sidecar_log.h"
 
@@ -60,18 +62,36 @@ struct SidecarServer::Impl {
         acceptor(ioc) {}
 
   void doAccept() {
-    acceptor.async_accept(net::make_strand(ioc),
-                          [this](boost::system::error_code ec, Protocol::socket socket) {
-                            if (ec) {
-                              if (ec != net::error::operation_aborted) {
-                                log().warn("sidecar: accept failed: {}", ec.message());
-                              }
-                              if (!acceptor.is_open()) return;
-                            } else {
-                              std::make_shared<ClientConnection>(std::move(socket), state)->start();
-                            }
-                            doAccept();
-                          });
+    acceptor.async_accept(
+        net::make_strand(ioc), [this](boost::system::error_code ec, Protocol::socket socket) {
+          if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
+          if (ec) {
+            onAcceptFailed(ec);
+            return;
+          }
+          if (const auto failed = backoff.onSuccess(); failed != 0) {
+            log().info("sidecar: accepting again after {} failed attempt(s)", failed);
+          }
+          std::make_shared<ClientConnection>(std::move(socket), state)->start();
+          doAccept();
+        });
+  }
+
+  // Out of descriptors, retrying at once fails at once: pause, and log once per burst.
+  void onAcceptFailed(const boost::system::error_code& ec) {
+    if (common::AcceptBackoff::isTransient(ec.value())) {
+      doAccept();
+      return;
+    }
+    if (backoff.onFailure()) {
+      log().warn("sidecar: accept failed: {}; pausing {} ms between attempts until it works again",
+                 std::strerror(ec.value()), common::AcceptBackoff::kPause.count());
+    }
+    accept_pause.expires_after(common::AcceptBackoff::kPause);
+    accept_pause.async_wait([this](boost::system::error_code wait_ec) {
+      if (wait_ec || !acceptor.is_open()) return;
+      doAccept();
+    });
   }
 
   std::vector<std::shared_ptr<ClientConnection>> liveConnections() {
@@ -86,6 +106,8 @@ struct SidecarServer::Impl {
   net::io_context ioc{1};
   std::shared_ptr<ServerState> state;
   Protocol::acceptor acceptor;
+  net::steady_timer accept_pause{ioc};  // runs on the single I/O thread, like the acceptor
+  common::AcceptBackoff backoff;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::thread io_thread;
   bool started = false;
@@ -140,6 +162,7 @@ void SidecarServer::stop() noexcept {
   net::post(impl_->ioc, [this] {
     boost::system::error_code ignored;
     impl_->acceptor.close(ignored);
+    impl_->accept_pause.cancel();
   });
   for (auto& connection : impl_->liveConnections()) connection->close();
   impl_->state->workers.shutdown();  // workers see clientGone and cancel their transfers

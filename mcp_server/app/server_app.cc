@@ -291,6 +291,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
     http.max_worker_threads = max_workers;
     http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
+    http.max_connections = static_cast<std::size_t>(cfg.http.max_connections);
+    http.max_connections_per_address =
+        static_cast<std::size_t>(cfg.http.max_connections_per_address);
+    http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);
+    http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
     transport::HttpTransport server(mcp, http);
     server.start();
     signals.onSignal([&] { server.stop(); });

@@ -7,6 +7,9 @@
 // the (now small) rest, then moved into the tree. Anything unusual (escapes, control characters,
 // invalid UTF-8, keys) is left to nlohmann, so errors and results are exactly its own.
 // dumpJson: compact output identical to dump(-1, ' ', false, error_handler_t::replace).
+// parseJson refuses text nested deeper than kMaxJsonDepth (json_limits.h) before parsing: every
+// transport, the agent and the agent channel parse through it, and trees of bounded depth keep
+// the recursive steps (restoreLongStrings, dumpJson, copies) off the end of the stack.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_limits.h"
 #include "common/utf8.h"
 
 namespace common {
@@ -134,9 +138,12 @@ inline void dumpInto(std::string& out, const nlohmann::json& node) {
 
 }  // namespace json_codec_detail
 
-// Like nlohmann::json::parse(text): throws nlohmann::json::parse_error on invalid input.
-[[nodiscard]] inline nlohmann::json parseJson(std::string_view text) {
+// Like nlohmann::json::parse(text): throws nlohmann::json::parse_error on invalid input, and on
+// text nested deeper than max_depth (checked first, in one iterative pass).
+[[nodiscard]] inline nlohmann::json parseJson(std::string_view text,
+                                              std::size_t max_depth = kMaxJsonDepth) {
   namespace d = json_codec_detail;
+  requireJsonDepth(text, max_depth);
   if (text.size() < d::kLongString || text.find(d::kU0001) != std::string_view::npos) {
     return nlohmann::json::parse(text);
   }

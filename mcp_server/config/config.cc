@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
+#include "common/json_limits.h"
 #include "policy/policy.h"
 
 namespace config {
@@ -207,12 +207,20 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   r.read("max_body_bytes", out.max_body_bytes);
   r.read("allowed_origins", out.allowed_origins);
   r.read("session_idle_timeout_s", out.session_idle_timeout_s);
+  r.read("max_connections", out.max_connections);
+  r.read("max_connections_per_address", out.max_connections_per_address);
+  r.read("header_timeout_ms", out.header_timeout_ms);
+  r.read("idle_timeout_ms", out.idle_timeout_ms);
   r.rejectUnknown();
   if (out.path.empty() || out.path.front() != '/') {
     ObjectReader::fail("http.path", "must start with /");
   }
   requireAtLeast(out.max_body_bytes, 1024, "http.max_body_bytes");
   requireAtLeast(out.session_idle_timeout_s, 1, "http.session_idle_timeout_s");
+  requireAtLeast(out.max_connections, 1, "http.max_connections");
+  requireAtLeast(out.max_connections_per_address, 1, "http.max_connections_per_address");
+  requireAtLeast(out.header_timeout_ms, 100, "http.header_timeout_ms");
+  requireAtLeast(out.idle_timeout_ms, 100, "http.idle_timeout_ms");
 }
 
 void readStdio(ObjectReader& parent, StdioConfig& out) {
@@ -306,13 +314,22 @@ ServerConfig fromJson(const json& document) {
 }
 
 ServerConfig loadFile(const std::string& path) {
+  // A configuration is a few kilobytes; the bound keeps a wrong --config path (a log, a device)
+  // from being read whole.
+  constexpr std::size_t kMaxConfigBytes = std::size_t{1} * 1024 * 1024;
   std::ifstream in(path);
   if (!in) throw ConfigError("config: cannot open " + path + " (check the --config path)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    throw ConfigError("config: " + path + " is larger than " + std::to_string(kMaxConfigBytes) +
+                      " bytes; is it the right file?");
+  }
   json document;
   try {
-    document = json::parse(buffer.str());
+    common::requireJsonDepth(text);
+    document = json::parse(text);
   } catch (const json::parse_error& e) {
     throw ConfigError("config: " + path + " is not valid JSON: " + e.what());
   }
@@ -365,7 +382,11 @@ json toJson(const ServerConfig& c) {
        {{"path", c.http.path},
         {"max_body_bytes", c.http.max_body_bytes},
         {"allowed_origins", c.http.allowed_origins},
-        {"session_idle_timeout_s", c.http.session_idle_timeout_s}}},
+        {"session_idle_timeout_s", c.http.session_idle_timeout_s},
+        {"max_connections", c.http.max_connections},
+        {"max_connections_per_address", c.http.max_connections_per_address},
+        {"header_timeout_ms", c.http.header_timeout_ms},
+        {"idle_timeout_ms", c.http.idle_timeout_ms}}},
       {"stdio", {{"max_message_bytes", c.stdio.max_message_bytes}}},
       {"mcp",
        {{"allowlist", c.mcp.allowlist},

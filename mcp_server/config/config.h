@@ -88,6 +88,13 @@ struct HttpConfig {
   std::int64_t max_body_bytes = 48LL * 1024 * 1024;  // fits a 32 MiB upload in base64
   std::vector<std::string> allowed_origins;          // empty: loopback origins only
   std::int64_t session_idle_timeout_s = 1800;
+  // Open connections in total and per peer IP address; past either a new one gets a 503.
+  std::int64_t max_connections = 256;
+  std::int64_t max_connections_per_address = 128;
+  // A request's header must be complete this long after the connection opens (or after the
+  // first byte of a later request): slowloris.
+  std::int64_t header_timeout_ms = 10000;
+  std::int64_t idle_timeout_ms = 30000;  // keep-alive wait for the next request
 };
 
 struct StdioConfig {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+
 namespace server {
 
 void AuditTally::consume(std::string_view bytes) {
@@ -23,7 +25,7 @@ void AuditTally::consume(std::string_view bytes) {
 }
 
 void AuditTally::countLine(std::string_view line) {
-  const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  const auto record = common::parseBoundedOrDiscarded(line);
   if (!record.is_object()) return;  // not ours to judge: the relay writes whole lines
   const auto decision = record.value("decision", std::string());
   if (decision == "allow") {

@@ -36,6 +36,7 @@ constexpr std::uint32_t kHeaderLimitBytes = 16 * 1024;
 // the client sees our response instead of a connection reset.
 constexpr std::chrono::seconds kDrainTimeout{2};
 constexpr std::size_t kMaxDrainBytes = std::size_t{8} * 1024 * 1024;
+constexpr std::size_t kIdleReadBytes = 4096;
 constexpr std::string_view kContinueLine = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr std::string_view kSessionHeader = "Mcp-Session-Id";
 
@@ -50,14 +51,22 @@ bool isInitialize(const json& message) {
   return isRequest(message) && message["method"] == "initialize";
 }
 
+// Worker threads serialize answers (a download_file answer is up to 48 MiB of JSON) so the I/O
+// thread only copies bytes.
+std::optional<std::string> serializeAnswer(const std::optional<json>& answer) {
+  if (!answer) return std::nullopt;
+  return serialize(*answer);
+}
+
 bool isSuccess(const json& response) {
   return response.is_object() && response.contains("result") && !response.contains("error");
 }
 
 }  // namespace
 
-HttpConnection::HttpConnection(tcp::socket socket, std::shared_ptr<HttpServerContext> context)
-    : stream_(std::move(socket)), context_(std::move(context)) {
+HttpConnection::HttpConnection(tcp::socket socket, std::shared_ptr<HttpServerContext> context,
+                               ConnectionLimiter::Slot slot)
+    : stream_(std::move(socket)), context_(std::move(context)), slot_(std::move(slot)) {
   beast::error_code ec;
   const auto remote = stream_.socket().remote_endpoint(ec);
   remote_ = ec ? std::string("unknown")
@@ -96,7 +105,31 @@ void HttpConnection::doReadHeader() {
   parser_->body_limit(context_->options.max_body_bytes);
   http_version_ = 11;
   keep_alive_ = true;
-  stream_.expires_after(context_->options.read_timeout);  // also the keep-alive idle bound
+  if (first_request_ || buffer_.size() != 0) {
+    first_request_ = false;
+    readHeader();
+    return;
+  }
+  // Keep-alive: wait up to the idle timeout for the next request to begin; its header then has
+  // the header timeout, however slowly it arrives.
+  stream_.expires_after(context_->options.idle_timeout);
+  stream_.async_read_some(
+      buffer_.prepare(kIdleReadBytes),
+      beast::bind_front_handler(&HttpConnection::onIdleData, shared_from_this()));
+}
+
+void HttpConnection::onIdleData(beast::error_code ec, std::size_t bytes) {
+  stream_.expires_never();
+  buffer_.commit(bytes);
+  if (ec) {
+    closeSocket();  // idle timeout, the client closed, or shutdown
+    return;
+  }
+  readHeader();
+}
+
+void HttpConnection::readHeader() {
+  stream_.expires_after(context_->options.header_timeout);
   http::async_read_header(
       stream_, buffer_, *parser_,
       beast::bind_front_handler(&HttpConnection::onReadHeader, shared_from_this()));
@@ -120,8 +153,10 @@ void HttpConnection::onReadHeader(beast::error_code ec, std::size_t /*bytes*/) {
     return;
   }
   if (ec) {
-    if (ec != http::error::end_of_stream && ec != net::error::operation_aborted &&
-        ec != beast::error::timeout) {
+    if (ec == beast::error::timeout) {
+      log().debug("http {}: request header not complete after {} ms; closing", remote_,
+                  context_->options.header_timeout.count());
+    } else if (ec != http::error::end_of_stream && ec != net::error::operation_aborted) {
       log().debug("http {}: reading request header failed: {}", remote_, ec.message());
     }
     closeSocket();
@@ -182,22 +217,55 @@ void HttpConnection::handleRequest() {
   }
 }
 
+// Small bodies parse right here (microseconds); a large one (up to http.max_body_bytes, parsing
+// takes up to a second) goes to the parse pool so the I/O thread keeps serving everyone else.
 void HttpConnection::handlePost() {
-  const auto& request = parser_->get();
-  json message;
+  auto& request = parser_->get();
+  std::string session_id(request[kSessionHeader]);
+  if (request.body().size() < context_->options.inline_parse_max_bytes) {
+    onBodyParsed(parseBody(request.body()), session_id);
+    return;
+  }
+  awaiting_handler_ = true;  // shutdown() waits for the answer
+  auto job = [self = shared_from_this(), serial = request_serial_, body = std::move(request.body()),
+              session_id]() mutable {
+    ParsedBody parsed = parseBody(body);
+    body = std::string();  // free the text before the tree is handled
+    net::post(self->stream_.get_executor(),
+              [self, serial, session_id, parsed = std::move(parsed)]() mutable {
+                if (serial != self->request_serial_ || self->closed_) return;
+                self->awaiting_handler_ = false;
+                self->onBodyParsed(std::move(parsed), session_id);
+              });
+  };
+  if (!context_->parse_pool.submit(std::move(job))) {
+    awaiting_handler_ = false;
+    respondError(http::status::service_unavailable, kServerError,
+                 "Service Unavailable: the server is shutting down", {}, true);
+  }
+}
+
+HttpConnection::ParsedBody HttpConnection::parseBody(const std::string& body) {
+  ParsedBody parsed;
   try {
-    message = common::parseJson(request.body());
+    parsed.message = common::parseJson(body);  // refuses nesting past common::kMaxJsonDepth
   } catch (const json::parse_error& e) {
-    respondJson(http::status::bad_request, jsonrpc::parseErrorResponse(e.what()));
+    parsed.error = jsonrpc::parseErrorResponse(e.what());
+    return parsed;
+  }
+  if (!parsed.message.is_object() && !parsed.message.is_array()) {
+    parsed.error = errorResponse(kInvalidRequest,
+                                 "Invalid Request: the body must be a JSON-RPC object or array");
+  }
+  return parsed;
+}
+
+void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_id) {
+  if (parsed.error) {
+    respondJson(http::status::bad_request, *parsed.error);
     return;
   }
-  if (!message.is_object() && !message.is_array()) {
-    respondJson(http::status::bad_request,
-                errorResponse(kInvalidRequest,
-                              "Invalid Request: the body must be a JSON-RPC object or array"));
-    return;
-  }
-  const std::string session_id(request[kSessionHeader]);
+  json& message = parsed.message;
   if (!session_id.empty()) {
     auto lease = context_->sessions.acquire(session_id, SessionRegistry::Clock::now());
     if (!lease) {
@@ -288,9 +356,9 @@ void HttpConnection::runRequest(std::uint64_t serial, const json& message,
     net::post(self->stream_.get_executor(),
               [self, serial, notification] { self->onNotify(serial, notification); });
   };
-  std::optional<json> result = handleSafely(endpoint, message, ctx);
-  net::post(stream_.get_executor(), [self, serial, result = std::move(result)]() mutable {
-    self->onHandled(serial, std::move(result), {});
+  std::optional<std::string> body = serializeAnswer(handleSafely(endpoint, message, ctx));
+  net::post(stream_.get_executor(), [self, serial, body = std::move(body)]() mutable {
+    self->onHandled(serial, std::move(body), {});
   });
 }
 
@@ -326,8 +394,8 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
     session_id.clear();
   }
   net::post(stream_.get_executor(),
-            [self, serial, result = std::move(result), session_id]() mutable {
-              self->onHandled(serial, std::move(result), session_id);
+            [self, serial, body = serializeAnswer(result), session_id]() mutable {
+              self->onHandled(serial, std::move(body), session_id);
             });
 }
 
@@ -366,7 +434,7 @@ void HttpConnection::onNotify(std::uint64_t request_serial, const json& message)
                     formatSseEvent(id, "message", serialize(message)), false, false});
 }
 
-void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<json> result,
+void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<std::string> result,
                                const std::string& new_session_id) {
   if (request_serial != request_serial_) return;
   awaiting_handler_ = false;
@@ -375,7 +443,7 @@ void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<json>
     if (result) {
       const std::string id = std::to_string(stream_id_) + "-" + std::to_string(next_event_++);
       enqueue(WriteItem{WriteItem::Kind::kChunk, nullptr, nullptr,
-                        formatSseEvent(id, "message", serialize(*result)), false, false});
+                        formatSseEvent(id, "message", *result), false, false});
     }
     const bool close = !keep_alive_ || closing_;
     enqueue(WriteItem{WriteItem::Kind::kLastChunk, nullptr, nullptr, {}, true, close});
@@ -385,7 +453,7 @@ void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<json>
     respondEmpty(http::status::accepted);  // only notifications/responses: nothing to answer
     return;
   }
-  respondJson(http::status::ok, *result, new_session_id);
+  respondSerialized(http::status::ok, std::move(*result), new_session_id);
 }
 
 void HttpConnection::onSessionClosed(std::uint64_t request_serial) {
@@ -408,10 +476,15 @@ void HttpConnection::respondError(http::status status, int code, const std::stri
 
 void HttpConnection::respondJson(http::status status, const json& body,
                                  const std::string& session_id) {
+  respondSerialized(status, serialize(body), session_id);
+}
+
+void HttpConnection::respondSerialized(http::status status, std::string body,
+                                       const std::string& session_id) {
   auto response = std::make_shared<Response>(status, http_version_);
   response->set(http::field::content_type, "application/json");
   if (!session_id.empty()) response->set(kSessionHeader, session_id);
-  response->body() = serialize(body);
+  response->body() = std::move(body);
   sendResponse(std::move(response), false);
 }
 
@@ -518,6 +591,7 @@ void HttpConnection::closeSocket() {
   beast::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.close();
+  slot_ = ConnectionLimiter::Slot();  // the descriptor is gone: its place is free
 }
 
 std::string HttpConnection::peerLabel(const std::string& session_id) const {

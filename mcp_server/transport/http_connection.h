@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "jsonrpc/endpoint.h"
+#include "transport/connection_limiter.h"
 #include "transport/http_request_guard.h"
 #include "transport/http_transport.h"
 #include "transport/session_registry.h"
@@ -37,7 +38,10 @@ struct HttpServerContext {
         options(std::move(transport_options)),
         guard(std::move(guard_config)),
         pool(options.worker_threads, options.max_worker_threads, "http-workers"),
-        control_pool(2, "http-control") {}
+        control_pool(2, "http-control"),
+        parse_pool(1, 4, "http-parse"),
+        limiter(std::make_shared<ConnectionLimiter>(options.max_connections,
+                                                    options.max_connections_per_address)) {}
 
   std::shared_ptr<jsonrpc::EndpointFactory> factory;
   HttpTransportOptions options;
@@ -45,6 +49,8 @@ struct HttpServerContext {
   SessionRegistry sessions;
   WorkerPool pool;          // requests: may block for as long as a tool runs
   WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
+  WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
+  std::shared_ptr<ConnectionLimiter> limiter;
   std::atomic<std::uint64_t> next_stream_id{1};
 
   // Live connections, so stop() can close them.
@@ -54,7 +60,8 @@ struct HttpServerContext {
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
-  HttpConnection(boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServerContext> context);
+  HttpConnection(boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServerContext> context,
+                 ConnectionLimiter::Slot slot);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -82,8 +89,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     bool close_after = false;   // after it: close instead (Connection: close / unread body)
   };
 
+  // A request body parsed: the message, or the JSON-RPC error to answer instead.
+  struct ParsedBody {
+    json message;
+    std::optional<json> error;
+  };
+
   // Reading.
   void doReadHeader();
+  void onIdleData(boost::beast::error_code ec, std::size_t bytes);
+  void readHeader();
   void onReadHeader(boost::beast::error_code ec, std::size_t bytes);
   void doReadBody();
   void onReadBody(boost::beast::error_code ec, std::size_t bytes);
@@ -91,6 +106,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // Routing (strand), and the jobs it hands to the worker pools (worker threads).
   void handleRequest();
   void handlePost();
+  [[nodiscard]] static ParsedBody parseBody(const std::string& body);
+  void onBodyParsed(ParsedBody parsed, const std::string& session_id);
   void handleDelete();
   void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
                 std::optional<SessionRegistry::Lease> lease, const std::string& session_id,
@@ -102,7 +119,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                                                  jsonrpc::RequestContext& ctx) const;
   void onNotify(std::uint64_t request_serial, const json& message);
   void onSessionClosed(std::uint64_t request_serial);
-  void onHandled(std::uint64_t request_serial, std::optional<json> result,
+  void onHandled(std::uint64_t request_serial, std::optional<std::string> result,
                  const std::string& new_session_id);
 
   // Writing.
@@ -111,6 +128,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                     bool close_after = false);
   void respondJson(boost::beast::http::status status, const json& body,
                    const std::string& session_id = {});
+  void respondSerialized(boost::beast::http::status status, std::string body,
+                         const std::string& session_id);
   void respondEmpty(boost::beast::http::status status);
   void sendResponse(std::shared_ptr<Response> response, bool close_after);
   void enqueue(WriteItem item);
@@ -125,6 +144,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   boost::beast::tcp_stream stream_;
   std::shared_ptr<HttpServerContext> context_;
+  ConnectionLimiter::Slot slot_;  // after context_: released before the context can go
   std::string remote_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
@@ -136,6 +156,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // The request being answered (one at a time: no pipelining).
   std::uint64_t request_serial_ = 0;
+  bool first_request_ = true;  // no keep-alive wait before it: the header timeout runs at once
   bool awaiting_handler_ = false;
   bool streaming_ = false;  // the answer became an SSE stream
   bool keep_alive_ = true;

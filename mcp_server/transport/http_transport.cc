@@ -1,5 +1,7 @@
 #include "transport/http_transport.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -8,12 +10,15 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
+#include "common/accept_backoff.h"
 #include "transport/http_connection.h"
 #include "transport/transport_log.h"
 
@@ -25,13 +30,25 @@ struct HttpTransport::IoState {
   explicit IoState(std::size_t threads)
       : ioc(static_cast<int>(threads)),
         acceptor(net::make_strand(ioc)),
-        sweep_timer(acceptor.get_executor()) {}
+        sweep_timer(acceptor.get_executor()),
+        accept_pause(acceptor.get_executor()) {}
 
   net::io_context ioc;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   tcp::acceptor acceptor;
-  net::steady_timer sweep_timer;  // shares the acceptor's strand
+  net::steady_timer sweep_timer;   // shares the acceptor's strand
+  net::steady_timer accept_pause;  // likewise: the back-off after a failed accept
+  common::AcceptBackoff backoff;   // acceptor's strand only
+  // Connections refused by the limits since the last log line about them (acceptor's strand).
+  std::uint64_t refused_since_log = 0;
+  std::chrono::steady_clock::time_point refused_logged_at{};
   std::atomic<bool> stopping{false};
+
+  // The accept loop (acceptor's strand): limits, then a connection per accepted socket.
+  void startAccepting(const std::shared_ptr<HttpServerContext>& context);
+  void onAcceptFailed(const boost::system::error_code& ec,
+                      const std::shared_ptr<HttpServerContext>& context);
+  void admit(tcp::socket socket, const std::shared_ptr<HttpServerContext>& context);
 
   std::mutex running_mutex;
   std::condition_variable running_cv;
@@ -51,7 +68,85 @@ net::ip::address parseBindAddress(const std::string& text) {
   return address;
 }
 
+// Answers a connection refused by the connection limits, best effort and without blocking (a
+// fresh socket's send buffer is empty), then closes it.
+void refuseConnection(tcp::socket& socket, std::string_view reason) {
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":)" +
+      nlohmann::json("Service Unavailable: too many connections: " + std::string(reason) +
+                     "; retry later")
+          .dump() +
+      "}}";
+  const std::string response =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: "
+      "1\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  [[maybe_unused]] const auto sent =
+      ::send(socket.native_handle(), response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
 }  // namespace
+
+void HttpTransport::IoState::startAccepting(const std::shared_ptr<HttpServerContext>& context) {
+  acceptor.async_accept(
+      net::make_strand(ioc), [this, context](boost::system::error_code ec, tcp::socket socket) {
+        if (stopping) return;
+        if (ec) {
+          onAcceptFailed(ec, context);
+          return;
+        }
+        if (const auto failed = backoff.onSuccess(); failed != 0) {
+          log().info("http transport: accepting again after {} failed attempt(s)", failed);
+        }
+        admit(std::move(socket), context);
+        startAccepting(context);
+      });
+}
+
+void HttpTransport::IoState::onAcceptFailed(const boost::system::error_code& ec,
+                                            const std::shared_ptr<HttpServerContext>& context) {
+  if (common::AcceptBackoff::isTransient(ec.value())) {
+    startAccepting(context);  // one connection went away while queued; the next is unaffected
+    return;
+  }
+  if (backoff.onFailure()) {
+    log().warn(
+        "http transport: accept failed: {}; pausing {} ms between attempts until it works again "
+        "(raise the fd limit, e.g. ulimit -n or LimitNOFILE=, or lower http.max_connections)",
+        std::strerror(ec.value()), common::AcceptBackoff::kPause.count());
+  }
+  accept_pause.expires_after(common::AcceptBackoff::kPause);
+  accept_pause.async_wait([this, context](boost::system::error_code wait_ec) {
+    if (wait_ec || stopping) return;
+    startAccepting(context);
+  });
+}
+
+void HttpTransport::IoState::admit(tcp::socket socket,
+                                   const std::shared_ptr<HttpServerContext>& context) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  const std::string address = ec ? std::string("unknown") : remote.address().to_string();
+  std::string refusal;
+  auto slot = context->limiter->tryAcquire(address, refusal);
+  if (!slot) {
+    // Logged at most every 10 s: a flood of refused connections must not flood the log.
+    ++refused_since_log;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - refused_logged_at >= std::chrono::seconds(10)) {
+      log().warn("http transport: refused {} connection(s) over the limits; latest: {}",
+                 refused_since_log, refusal);
+      refused_since_log = 0;
+      refused_logged_at = now;
+    }
+    refuseConnection(socket, refusal);
+    return;
+  }
+  std::make_shared<HttpConnection>(std::move(socket), context, std::move(*slot))->start();
+}
 
 HttpTransport::HttpTransport(std::shared_ptr<jsonrpc::EndpointFactory> factory,
                              HttpTransportOptions options) {
@@ -122,18 +217,7 @@ void HttpTransport::start() {
              options.path, options.token.empty() ? "" : " (bearer token required)");
 }
 
-void HttpTransport::startAccepting() {
-  io_->acceptor.async_accept(
-      net::make_strand(io_->ioc), [this](boost::system::error_code ec, tcp::socket socket) {
-        if (io_->stopping) return;
-        if (ec) {
-          log().warn("http transport: accept failed: {}", ec.message());
-        } else {
-          std::make_shared<HttpConnection>(std::move(socket), context_)->start();
-        }
-        startAccepting();
-      });
-}
+void HttpTransport::startAccepting() { io_->startAccepting(context_); }
 
 void HttpTransport::scheduleSweep() {
   const auto timeout = context_->options.session_idle_timeout;
@@ -178,6 +262,7 @@ void HttpTransport::stop() noexcept {
     boost::system::error_code ignored;
     io_->acceptor.close(ignored);
     io_->sweep_timer.cancel();
+    io_->accept_pause.cancel();
   });
 
   // Close endpoints first: that cancels running tool calls, so the pool drains quickly.
@@ -193,6 +278,7 @@ void HttpTransport::stop() noexcept {
   closeAll();
   context_->pool.shutdown();
   context_->control_pool.shutdown();
+  context_->parse_pool.shutdown();
   closeAll();  // sessions an in-flight initialize registered meanwhile
 
   std::vector<std::shared_ptr<HttpConnection>> connections;

@@ -34,9 +34,20 @@ struct HttpTransportOptions {
   std::size_t io_threads = 1;                                      // socket I/O only; never blocks
   std::size_t worker_threads = 8;       // run Endpoint::handle/close; started up front
   std::size_t max_worker_threads = 80;  // grown to when requests would wait (WorkerPool)
-  // Bound on waiting for a request's header (also the keep-alive idle time), then its body.
+  // Bound on reading a request's body, once its header is in.
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{30'000};  // per write
+  // Open connections, in total and per peer IP address; past either the connection gets a 503
+  // and is closed. 0: no bound. config: http.max_connections, http.max_connections_per_address
+  std::size_t max_connections = 256;
+  std::size_t max_connections_per_address = 128;
+  // From a connection's start, or from the first byte of a later request, to the end of the
+  // request's header (slowloris: a header dripped a byte at a time). config: http.header_timeout_ms
+  std::chrono::milliseconds header_timeout{10'000};
+  // Keep-alive: how long a connection may wait for its next request. config: http.idle_timeout_ms
+  std::chrono::milliseconds idle_timeout{30'000};
+  // Bodies at least this large are parsed on a worker thread, not on the I/O thread.
+  std::size_t inline_parse_max_bytes = std::size_t{64} * 1024;
 };
 
 struct HttpServerContext;  // shared with the connections; defined in http_connection.h

@@ -1,6 +1,10 @@
 #include "config/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -92,6 +96,41 @@ TEST(Config, RoundTripsThroughJson) {
   auto again = config::fromJson(config::toJson(c));
   EXPECT_EQ(again.sessions.max_sessions, 3);
   EXPECT_EQ(config::toJson(again), config::toJson(c));
+}
+
+TEST(Config, HttpConnectionLimitsHaveDefaultsAndBounds) {
+  const auto defaults = config::fromJson(json::object());
+  EXPECT_EQ(defaults.http.max_connections, 256);
+  EXPECT_EQ(defaults.http.max_connections_per_address, 128);
+  EXPECT_EQ(defaults.http.header_timeout_ms, 10000);
+  EXPECT_EQ(defaults.http.idle_timeout_ms, 30000);
+  const auto set = config::fromJson({{"http",
+                                      {{"max_connections", 10},
+                                       {"max_connections_per_address", 2},
+                                       {"header_timeout_ms", 500},
+                                       {"idle_timeout_ms", 700}}}});
+  EXPECT_EQ(set.http.max_connections_per_address, 2);
+  EXPECT_EQ(config::fromJson(config::toJson(set)).http.idle_timeout_ms, 700);
+  EXPECT_THROW((void)config::fromJson({{"http", {{"max_connections", 0}}}}), config::ConfigError);
+  EXPECT_THROW((void)config::fromJson({{"http", {{"header_timeout_ms", 10}}}}),
+               config::ConfigError);
+}
+
+TEST(Config, FilesNestedPastTheJsonDepthLimitAreRefused) {
+  char name[] = "/tmp/parsing-config-XXXXXX";
+  const int fd = mkstemp(name);
+  ASSERT_GE(fd, 0);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  ASSERT_EQ(write(fd, deep.data(), deep.size()), static_cast<ssize_t>(deep.size()));
+  close(fd);
+  try {
+    (void)config::loadFile(name);
+    ADD_FAILURE() << "a deeply nested config was accepted";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 64 levels"), std::string::npos)
+        << e.what();
+  }
+  unlink(name);
 }
 
 }  // namespace

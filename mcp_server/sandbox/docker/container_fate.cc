@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "common/json_limits.h"
 #include "sandbox/log.h"
 
 namespace sandbox::docker {
@@ -36,8 +37,8 @@ std::optional<ContainerFate> readFateOnce(EngineClient& engine, const std::strin
   while (start < reply.body.size()) {
     auto end = reply.body.find('\n', start);
     if (end == std::string::npos) end = reply.body.size();
-    const auto event = nlohmann::json::parse(reply.body.substr(start, end - start), nullptr,
-                                             /*allow_exceptions=*/false);
+    const auto event =
+        common::parseBoundedOrDiscarded(std::string_view(reply.body).substr(start, end - start));
     start = end + 1;
     if (!event.is_object()) continue;
     const std::string action = event.value("Action", std::string());

@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/json_limits.h"
 #include "sandbox/log.h"
 
 namespace sandbox::docker {
@@ -109,7 +110,7 @@ class EngineClient::Connection {
 };
 
 nlohmann::json EngineResponse::json() const {
-  auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  auto parsed = common::parseBoundedOrDiscarded(body);
   if (parsed.is_discarded()) {
     throw EngineError(status, "reply is not JSON: " + body.substr(0, 200), "parse reply");
   }

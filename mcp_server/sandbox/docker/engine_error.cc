@@ -4,6 +4,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -69,7 +71,7 @@ std::string engineAdvice(int status, std::string_view message, std::string_view 
 }
 
 std::string engineMessageFromBody(std::string_view body) {
-  const auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const auto parsed = common::parseBoundedOrDiscarded(body);
   if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
     return parsed["message"].get<std::string>();
   }
