@@ -100,7 +100,9 @@ function hostSocketOf(sessionId) {
 async function measureMode(mode, everything, rows) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-bench-'));
   const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ mcp: { sidecar: { mode } } }));
+  // A loopback upstream is the operator's to grant (a call's own list may name public hosts only).
+  const allowlist = [`${new URL(everything.url).origin}/`];
+  fs.writeFileSync(config, JSON.stringify({ mcp: { allowlist, sidecar: { mode } } }));
   const conn = await connectStdio(['--config', config]);
   if (process.env.BENCH_PID_FILE) fs.appendFileSync(process.env.BENCH_PID_FILE, `${conn.transport.pid}\n`);
   const session = `bench-sidecar-${mode}`;

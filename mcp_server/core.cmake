@@ -6,6 +6,7 @@ add_library(mcp_core STATIC
   server/mcp_server.cc
   server/session.cc
   server/session_manager.cc
+  server/server_endpoints.cc
   server/warm_pool.cc
   server/volume_policy.cc
   tools/cleanup_session.cc

@@ -17,6 +17,12 @@ bool pathUnderPrefix(std::string_view prefix, std::string_view path) noexcept {
   return path.size() == prefix.size() || prefix.back() == '/' || path[prefix.size()] == '/';
 }
 
+bool isLocalhostName(std::string_view host) noexcept {
+  constexpr std::string_view kSuffix = ".localhost";
+  return host == "localhost" ||
+         (host.size() > kSuffix.size() && host.substr(host.size() - kSuffix.size()) == kSuffix);
+}
+
 bool ruleCovers(const Url& base, const Url& url) noexcept {
   return base.scheme == url.scheme && base.host == url.host && base.port == url.port &&
          pathUnderPrefix(base.path, url.path);
@@ -47,12 +53,6 @@ IpAddress foldMapped(const IpAddress& address) {
     return internal::makeIpv4(*v4);
   }
   return address;
-}
-
-bool isLocalhostName(std::string_view host) noexcept {
-  constexpr std::string_view kSuffix = ".localhost";
-  return host == "localhost" ||
-         (host.size() > kSuffix.size() && host.substr(host.size() - kSuffix.size()) == kSuffix);
 }
 
 }  // namespace
@@ -92,13 +92,18 @@ Decision decideAddress(const Rule& rule, const Url& url, const IpAddress& resolv
     return allow(url.host + " resolved to public address " + address, rule.id);
   }
   const std::string class_name = toString(address_class);
+  if (address_class == AddressClass::kMetadata) {
+    return deny(url.host + " resolved to cloud metadata address " + address +
+                    "; never allowed, not even by the operator's mcp.allowlist",
+                rule.id);
+  }
   const std::optional<IpAddress> named = literalAddress(rule.base);
   if (named && foldMapped(*named) == foldMapped(resolved)) {
     return allow(address + " is " + class_name + " but " + rule.id + " names it explicitly",
                  rule.id);
   }
   if (address_class == AddressClass::kLoopback && rule.base.host_kind == HostKind::kDomain &&
-      isLocalhostName(rule.base.host)) {
+      internal::isLocalhostName(rule.base.host)) {
     return allow(address + " is loopback and " + rule.id + " names " + rule.base.host, rule.id);
   }
   return deny(url.host + " resolved to " + class_name + " address " + address +

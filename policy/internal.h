@@ -39,6 +39,8 @@ using Ipv6Bytes = std::array<std::uint8_t, 16>;
 // Segment-boundary prefix: "/mcp" covers "/mcp" and "/mcp/x" but not "/mcpx"; "/mcp/" covers
 // "/mcp/" and "/mcp/x" only.
 [[nodiscard]] bool pathUnderPrefix(std::string_view prefix, std::string_view path) noexcept;
+// "localhost" or "*.localhost" (RFC 6761: always loopback).
+[[nodiscard]] bool isLocalhostName(std::string_view host) noexcept;
 // Same scheme, host and port, and the path under the prefix.
 [[nodiscard]] bool ruleCovers(const Url& base, const Url& url) noexcept;
 

@@ -118,6 +118,7 @@ struct Decision {
 // Step 2, after DNS, for each resolved address: special ranges (everything but kPublic) are
 // denied unless the matched rule names that address explicitly: its host is an IP literal equal
 // to the address, or its host is "localhost" / "*.localhost" and the address is loopback.
+// Cloud metadata addresses are denied even then (see decideForbiddenUrl).
 // A hostname alone is not consent: a public name that resolves to 169.254.169.254 is denied.
 [[nodiscard]] Decision decideAddress(const Rule& rule, const Url& url, const IpAddress& resolved);
 
@@ -128,6 +129,38 @@ struct Decision {
 [[nodiscard]] Decision decideMcpCall(const Rule& rule, const nlohmann::json& body);
 // True for the methods decideMcpCall always allows.
 [[nodiscard]] bool isLifecycleMethod(std::string_view method) noexcept;
+
+// An address and port that no allowlist may open, not even the operator's: one of the MCP
+// server's own listeners (code that reaches it drives the server that hosts its sandbox). A
+// loopback or unspecified address stands for every local address (127/8, ::1, 0.0.0.0, ::) at
+// that port; callers list the interface addresses of a wildcard bind themselves.
+struct Endpoint {
+  IpAddress address;
+  std::uint16_t port = 0;
+  [[nodiscard]] std::string toString() const;  // "127.0.0.1:8765", "[::1]:8765"
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+// "a.b.c.d:port" or "[v6]:port", strict numeric forms as Endpoint::toString writes them.
+[[nodiscard]] std::optional<Endpoint> parseEndpoint(std::string_view text);
+
+// Hosts that are never allowed, whatever any allowlist says: cloud metadata services (by address,
+// in any spelling parseUrl folds to it, or by their well-known names such as
+// metadata.google.internal) and the server's own endpoints (by address, or by a localhost name at
+// a local endpoint's port). Denials name the rule; allow otherwise.
+[[nodiscard]] Decision decideForbiddenUrl(const Url& url,
+                                          const std::vector<Endpoint>& server_endpoints);
+// The same rule after DNS, for the address a connection would go to.
+[[nodiscard]] Decision decideForbiddenAddress(const Url& url, const IpAddress& resolved,
+                                              const std::vector<Endpoint>& server_endpoints);
+
+// True when only the operator may open the URL's host: an IP literal outside the public ranges,
+// or a local name (localhost, *.localhost, single-label names, *.local, *.internal, *.lan,
+// *.home.arpa, *.localdomain) that resolves through local configuration.
+[[nodiscard]] bool needsOperatorConsent(const Url& url);
+
+// A call's own list when the operator configured none: public hosts only. Throws PolicyError
+// naming the first entry that needs the operator's consent and what to configure.
+void requirePublicHosts(const Policy& requested);
 
 // Operator narrowing: every entry of `requested` must be allowed by `operator_policy` (its URL
 // covered by an operator rule, and its methods/tools a subset of that rule's). Returns the

@@ -49,13 +49,16 @@ std::string curlResolveEntry(const policy::Url& url, const policy::IpAddress& ad
 }
 
 PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
-                              const std::vector<policy::IpAddress>& addresses) {
+                              const std::vector<policy::IpAddress>& addresses,
+                              const std::vector<policy::Endpoint>& denied) {
   PinnedAddress result;
   result.decision.verdict = policy::Verdict::kDeny;
   result.decision.rule_id = rule.id;
   result.decision.reason = "host '" + url.host + "' resolved to no address";
   for (std::size_t i = 0; i < addresses.size(); ++i) {
-    auto decision = policy::decideAddress(rule, url, addresses[i]);
+    auto decision = policy::decideForbiddenAddress(url, addresses[i], denied);
+    if (decision.allowed()) decision = policy::decideAddress(rule, url, addresses[i]);
+    decision.rule_id = rule.id;
     if (decision.allowed()) {
       result.decision = std::move(decision);
       result.address = addresses[i].toString();
@@ -72,11 +75,12 @@ PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
   return result;
 }
 
-PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url) {
+PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url,
+                            const std::vector<policy::Endpoint>& denied) {
   if (url.host_kind != policy::HostKind::kDomain) {
     auto literal = policy::parseIpAddress(url.host);
     if (!literal) return lookupFailed("host '" + url.host + "' is not a valid IP literal");
-    return pinFirstAllowed(rule, url, {*literal});
+    return pinFirstAllowed(rule, url, {*literal}, denied);
   }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -95,7 +99,7 @@ PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url) {
     }
   }
   if (addresses.empty()) return lookupFailed("host '" + url.host + "' resolved to no address");
-  return pinFirstAllowed(rule, url, addresses);
+  return pinFirstAllowed(rule, url, addresses, denied);
 }
 
 }  // namespace sidecar

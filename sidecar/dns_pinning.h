@@ -18,12 +18,15 @@ struct PinnedAddress {
   std::string curl_resolve;    // CURLOPT_RESOLVE entry "host:port:addr"; empty for IP literals
 };
 
-// Pure part: picks the first address the rule allows, in the resolver's order.
+// Pure part: picks the first address the rule allows, in the resolver's order. An address that
+// reaches one of `denied` (the MCP server's own listeners) or cloud metadata is never picked.
 [[nodiscard]] PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
-                                            const std::vector<policy::IpAddress>& addresses);
+                                            const std::vector<policy::IpAddress>& addresses,
+                                            const std::vector<policy::Endpoint>& denied = {});
 
 // getaddrinfo + pinFirstAllowed. IP-literal hosts are not looked up.
-[[nodiscard]] PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url);
+[[nodiscard]] PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url,
+                                          const std::vector<policy::Endpoint>& denied = {});
 
 // "host:port:addr" with an IPv6 address in brackets, as CURLOPT_RESOLVE expects.
 [[nodiscard]] std::string curlResolveEntry(const policy::Url& url,

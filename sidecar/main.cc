@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that left is an error code, not a death
   try {
     auto policy = sidecar::loadPolicyFile(parsed.config->policy_file);
-    auto audit = sidecar::AuditLog::open(parsed.config->audit_log_path);
+    auto audit =
+        sidecar::AuditLog::open(parsed.config->audit_log_path, parsed.config->audit_log_max_bytes);
     sidecar::SidecarServer server(*parsed.config, std::move(policy), std::move(audit));
     server.start();
     if (parsed.config->exit_on_stdin_eof) {

@@ -104,7 +104,13 @@ void handleRequest(const HandlerContext& context, const InboundRequest& request,
                   target.decision.rule_id, target.display_url);
     return;
   }
-  const auto pin = resolveAndPin(*target.rule, *target.url);
+  if (const auto forbidden = policy::decideForbiddenUrl(*target.url, context.denied_endpoints);
+      !forbidden.allowed()) {
+    answerLocally(context, request, sink, kForbidden, "deny", forbidden.reason, target.rule->id,
+                  target.display_url);
+    return;
+  }
+  const auto pin = resolveAndPin(*target.rule, *target.url, context.denied_endpoints);
   if (!pin.decision.allowed()) {
     answerLocally(context, request, sink, pin.lookup_failed ? kBadGateway : kForbidden,
                   pin.lookup_failed ? "error" : "deny", pin.decision.reason, target.rule->id,

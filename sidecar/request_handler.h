@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "policy/policy.h"
 #include "sidecar/audit_log.h"
@@ -21,6 +22,7 @@ struct HandlerContext {
   std::shared_ptr<AuditLog> audit;
   std::string session_id;
   UpstreamLimits upstream;
+  std::vector<policy::Endpoint> denied_endpoints;  // the MCP server's own listeners
 };
 
 struct InboundRequest {

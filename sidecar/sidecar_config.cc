@@ -66,6 +66,20 @@ const std::map<std::string_view, Setter>& setters() {
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--idle-timeout-ms", v, c.idle_timeout_ms);
        }},
+      {"--deny-endpoint",
+       [](SidecarConfig& c, std::string_view v) {
+         const auto endpoint = policy::parseEndpoint(v);
+         if (!endpoint) {
+           return "--deny-endpoint expects ADDR:PORT (an IP address, IPv6 in brackets), got '" +
+                  std::string(v) + "'";
+         }
+         c.denied_endpoints.push_back(*endpoint);
+         return std::string();
+       }},
+      {"--audit-log-max-bytes",
+       [](SidecarConfig& c, std::string_view v) {
+         return parsePositive("--audit-log-max-bytes", v, c.audit_log_max_bytes);
+       }},
       {"--max-concurrent-requests",
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--max-concurrent-requests", v, c.max_concurrent_requests);
@@ -129,7 +143,8 @@ std::string usageText() {
   return "usage: sandbox-sidecar --listen PATH --policy FILE [--audit-log PATH|-] [--session ID]\n"
          "         [--max-body-bytes N] [--max-header-bytes N] [--upstream-connect-timeout-ms N]\n"
          "         [--upstream-idle-timeout-ms N] [--idle-timeout-ms N]\n"
-         "         [--max-concurrent-requests N] [--exit-on-stdin-eof]\n"
+         "         [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...\n"
+         "         [--audit-log-max-bytes N] [--exit-on-stdin-eof]\n"
          "Relays HTTP/1.1 on the Unix socket PATH to the MCP servers the policy FILE allows.\n";
 }
 

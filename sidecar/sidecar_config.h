@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/policy.h"
+
 namespace sidecar {
 
 struct SidecarConfig {
@@ -33,6 +35,11 @@ struct SidecarConfig {
   // mode) or of the container's attach stream (container mode), so when the server dies, even by
   // SIGKILL, its sidecars exit instead of lingering.
   bool exit_on_stdin_eof = false;
+  // Never forwarded to, whatever the policy says (--deny-endpoint ADDR:PORT, repeatable): the MCP
+  // server's own listeners. Checked on the URL and on every resolved address.
+  std::vector<policy::Endpoint> denied_endpoints;
+  // The audit log stops growing past this many bytes (--audit-log-max-bytes); see AuditLog.
+  std::uint64_t audit_log_max_bytes = std::uint64_t{8} * 1024 * 1024;
 };
 
 struct CommandLineResult {
@@ -43,8 +50,8 @@ struct CommandLineResult {
 
 // Parses `--listen PATH --policy FILE [--audit-log PATH] [--session ID] [--max-body-bytes N]
 // [--max-header-bytes N] [--upstream-connect-timeout-ms N] [--upstream-idle-timeout-ms N]
-// [--idle-timeout-ms N] [--max-concurrent-requests N] [--exit-on-stdin-eof]` (args excludes
-// argv[0]).
+// [--idle-timeout-ms N] [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...
+// [--audit-log-max-bytes N] [--exit-on-stdin-eof]` (args excludes argv[0]).
 [[nodiscard]] CommandLineResult parseCommandLine(const std::vector<std::string_view>& args);
 
 [[nodiscard]] std::string usageText();

@@ -124,6 +124,7 @@ SidecarServer::SidecarServer(SidecarConfig config, std::shared_ptr<const policy:
   handler.upstream.connect_timeout_ms = config.upstream_connect_timeout_ms;
   handler.upstream.idle_timeout_ms = config.upstream_idle_timeout_ms;
   handler.upstream.max_header_bytes = config.max_header_bytes;
+  handler.denied_endpoints = config.denied_endpoints;
   impl_ = std::make_unique<Impl>(std::move(config), std::move(handler));
 }
 

@@ -254,8 +254,10 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
                                    sandbox::docker::ProcessIdentity::current());
   sandbox::RuntimeDir runtime_dir(runtime_root, backend.instanceId(), backend.containerLabels());
   const auto sidecars = makeSidecarLauncher(cfg, backend);
+  const auto server_endpoints = std::make_shared<server::ServerEndpoints>();
   server::SessionServices services;
   services.sidecars = sidecars.get();
+  services.server_endpoints = server_endpoints;
   services.runtime_dir = &runtime_dir;
   services.python_helper_dir =
       runtime_dir.writePythonModule("sandbox_mcp.py", std::string(app::kSandboxMcpPython));
@@ -298,6 +300,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
     transport::HttpTransport server(mcp, http);
     server.start();
+    server_endpoints->set(server::listenerEndpoints(http.address, server.port()));
     signals.onSignal([&] { server.stop(); });
     spdlog::info(
         "serving MCP over Streamable HTTP at http://{}:{}{}{}",

@@ -143,8 +143,10 @@ void readExecution(ObjectReader& parent, ExecutionConfig& out) {
   r.read("max_output_bytes", out.max_output_bytes);
   r.read("max_file_bytes", out.max_file_bytes);
   r.read("max_concurrent", out.max_concurrent);
+  r.read("max_concurrent_per_client", out.max_concurrent_per_client);
   r.rejectUnknown();
   requireAtLeast(out.max_concurrent, 1, "execution.max_concurrent");
+  requireAtLeast(out.max_concurrent_per_client, 1, "execution.max_concurrent_per_client");
   requireAtLeast(out.default_timeout_s, 1, "execution.default_timeout_s");
   requireAtLeast(out.max_timeout_s, out.default_timeout_s, "execution.max_timeout_s");
   requireAtLeast(out.max_output_bytes, 1024, "execution.max_output_bytes");
@@ -160,8 +162,10 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   ObjectReader r(*node, "sessions");
   r.read("max_sessions", out.max_sessions);
   r.read("idle_timeout_s", out.idle_timeout_s);
+  r.read("max_sessions_per_client", out.max_sessions_per_client);
   r.rejectUnknown();
   requireAtLeast(out.max_sessions, 1, "sessions.max_sessions");
+  requireAtLeast(out.max_sessions_per_client, 1, "sessions.max_sessions_per_client");
   requireAtLeast(out.idle_timeout_s, 1, "sessions.idle_timeout_s");
 }
 
@@ -248,7 +252,9 @@ void readSidecar(ObjectReader& parent, SidecarConfig& out) {
   r.read("upstream_idle_timeout_ms", out.upstream_idle_timeout_ms);
   r.read("max_concurrent_requests", out.max_concurrent_requests);
   r.read("max_body_bytes", out.max_body_bytes);
+  r.read("audit_log_max_bytes", out.audit_log_max_bytes);
   r.rejectUnknown();
+  requireAtLeast(out.audit_log_max_bytes, 4096, "mcp.sidecar.audit_log_max_bytes");
   if (out.mode != "container" && out.mode != "process") {
     ObjectReader::fail("mcp.sidecar.mode", "must be \"container\" or \"process\"");
   }
@@ -272,7 +278,12 @@ void readMcp(ObjectReader& parent, McpConfig& out) {
   ObjectReader r(*node, "mcp");
   if (const json* allowlist = r.child("allowlist")) {
     try {
-      (void)policy::loadPolicy(*allowlist);
+      // Cloud metadata stays unreachable even when the operator names it.
+      const auto operator_policy = policy::loadPolicy(*allowlist);
+      for (const auto& rule : operator_policy->rules) {
+        const auto forbidden = policy::decideForbiddenUrl(rule.base, {});
+        if (!forbidden.allowed()) throw policy::PolicyError(rule.id + ": " + forbidden.reason);
+      }
     } catch (const policy::PolicyError& e) {
       ObjectReader::fail("mcp.allowlist", std::string("is not a valid allowlist: ") + e.what());
     }
@@ -281,7 +292,9 @@ void readMcp(ObjectReader& parent, McpConfig& out) {
   r.read("runtime_dir", out.runtime_dir);
   r.read("audit_log", out.audit_log);
   readSidecar(r, out.sidecar);
+  r.read("audit_log_max_bytes", out.audit_log_max_bytes);
   r.rejectUnknown();
+  requireAtLeast(out.audit_log_max_bytes, 4096, "mcp.audit_log_max_bytes");
   if (!out.runtime_dir.empty() && out.runtime_dir.front() != '/') {
     ObjectReader::fail("mcp.runtime_dir", "must be an absolute path");
   }
@@ -341,7 +354,7 @@ json toJson(const ServerConfig& c) {
   for (const auto& d : c.volumes.allowed_host_dirs) {
     dirs.push_back({{"path", d.path}, {"allow_rw", d.allow_rw}});
   }
-  return json{
+  json document = json{
       {"docker",
        {{"socket_path", c.docker.socket_path},
         {"api_version", c.docker.api_version},
@@ -406,6 +419,12 @@ json toJson(const ServerConfig& c) {
           {"max_concurrent_requests", c.mcp.sidecar.max_concurrent_requests},
           {"max_body_bytes", c.mcp.sidecar.max_body_bytes}}}}},
       {"log_level", c.log_level}};
+  // Fair-share quotas and audit caps (issue 9).
+  document["execution"]["max_concurrent_per_client"] = c.execution.max_concurrent_per_client;
+  document["sessions"]["max_sessions_per_client"] = c.sessions.max_sessions_per_client;
+  document["mcp"]["audit_log_max_bytes"] = c.mcp.audit_log_max_bytes;
+  document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
+  return document;
 }
 
 }  // namespace config

@@ -65,11 +65,16 @@ struct ExecutionConfig {
   // Executions (run_code, run_shell) running at once, server-wide; past it a call gets a "busy"
   // tool error at once instead of queueing without bound.
   std::int64_t max_concurrent = 64;
+  // Of those, how many one client (one MCP session: an HTTP Mcp-Session-Id or the stdio
+  // connection) may run at once, so that one client cannot starve the others.
+  std::int64_t max_concurrent_per_client = 16;
 };
 
 struct SessionsConfig {
   std::int64_t max_sessions = 64;
   std::int64_t idle_timeout_s = 900;
+  // Sessions one client (one MCP session) may hold; the rest of max_sessions stays for others.
+  std::int64_t max_sessions_per_client = 16;
 };
 
 // Ready sandboxes of the default profile (sandbox.image, runtime, limits; no environment,
@@ -120,6 +125,9 @@ struct SidecarConfig {
   std::int64_t upstream_idle_timeout_ms = 60000;  // no byte from the upstream this long: 504
   std::int64_t max_concurrent_requests = 16;
   std::int64_t max_body_bytes = 1024LL * 1024;
+  // Each relay's audit log stops growing here; later lines are dropped and counted
+  // (get_session_stats: mcp.sidecar.audit_dropped).
+  std::int64_t audit_log_max_bytes = 8LL * 1024 * 1024;
 };
 
 struct McpConfig {
@@ -134,6 +142,8 @@ struct McpConfig {
   // Empty: they live in the session's directory and go with it.
   std::string audit_log;
   SidecarConfig sidecar;
+  // mcp.audit_log is rotated once (to <audit_log>.1, replacing it) before it would grow past this.
+  std::int64_t audit_log_max_bytes = 64LL * 1024 * 1024;
 };
 
 struct ServerConfig {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -15,8 +16,6 @@
 #include "common/unique_fd.h"
 #include "sandbox/backend.h"
 #include "sandbox/log.h"
-
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 
 namespace sandbox {
 namespace {
@@ -90,6 +89,17 @@ struct SpawnSetup {
 
 }  // namespace
 
+std::vector<std::string> sidecarEnvironment() {
+  // The server's environment may hold secrets (SANDBOX_MCP_TOKEN, cloud credentials): the relay
+  // gets a fixed PATH and, in sanitizer builds, the sanitizer settings, nothing else.
+  std::vector<std::string> environment = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
+  for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name))
+      environment.push_back(std::string(name) + "=" + value);
+  }
+  return environment;
+}
+
 std::vector<std::string> sidecarArguments(const SidecarSpec& spec,
                                           const std::string& directory_as_seen) {
   auto relative = [&](const std::string& host_path) {
@@ -131,6 +141,9 @@ std::unique_ptr<Sidecar> ProcessSidecarLauncher::launch(const SidecarSpec& spec)
   posix_spawn_file_actions_adddup2(&setup.actions, stdin_reader.get(), STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, log_fd.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, log_fd.get(), STDERR_FILENO);
+  // Every other descriptor of the server (client connections, the Docker socket, other
+  // sessions' pipes) stays out of the relay, CLOEXEC or not.
+  posix_spawn_file_actions_addclosefrom_np(&setup.actions, STDERR_FILENO + 1);
   // The server blocks its stop signals and ignores SIGPIPE; the child starts clean, in its own
   // process group so a Ctrl-C at the server's terminal reaches only the server (which then
   // stops its sidecars in order).
@@ -152,9 +165,15 @@ std::unique_ptr<Sidecar> ProcessSidecarLauncher::launch(const SidecarSpec& spec)
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
 
+  std::vector<std::string> environment = sidecarEnvironment();
+  std::vector<char*> envp;
+  envp.reserve(environment.size() + 1);
+  for (auto& variable : environment) envp.push_back(variable.data());
+  envp.push_back(nullptr);
+
   pid_t pid = 0;
   if (const int rc = posix_spawn(&pid, binary_path_.c_str(), &setup.actions, &setup.attributes,
-                                 argv.data(), environ);
+                                 argv.data(), envp.data());
       rc != 0) {
     throw SandboxError("cannot start the MCP sidecar " + binary_path_ + ": posix_spawn error " +
                        std::to_string(rc));

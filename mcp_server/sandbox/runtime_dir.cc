@@ -1,15 +1,20 @@
 #include "sandbox/runtime_dir.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/unique_fd.h"
 #include "sandbox/backend.h"
 #include "sandbox/log.h"
 
@@ -50,6 +55,59 @@ std::optional<std::pair<uid_t, gid_t>> parseOwner(const std::string& text) {
   }
 }
 
+std::string fixHint(const std::string& root) {
+  return " Remove it (rm -rf " + root +
+         ") if you do not know who made it, or set mcp.runtime_dir to a directory only this "
+         "server's user can write.";
+}
+
+// The root holds every session's sidecar socket and policy: another user who owns it, or can
+// write into it, or points it elsewhere with a symlink (pre-created in /tmp before we start)
+// could swap sockets or read audit logs. So: mkdir 0700, then lstat (no symlink), open it
+// O_NOFOLLOW and fstat the opened directory (the same inode, ours, not group/world-writable).
+void ensurePrivateRoot(const std::string& root) {
+  std::error_code ec;
+  const fs::path parent = fs::path(root).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (::mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw SandboxError("cannot create the run-time directory " + root + ": " +
+                       std::strerror(errno) +
+                       "; set mcp.runtime_dir to a directory the server can write");
+  }
+  struct stat link_info {};
+  if (::lstat(root.c_str(), &link_info) != 0) {
+    throw SandboxError("cannot stat the run-time directory " + root + ": " + std::strerror(errno));
+  }
+  if (S_ISLNK(link_info.st_mode)) {
+    throw SandboxError("refusing the run-time directory " + root +
+                       ": it is a symbolic link, so someone else decides where the server's "
+                       "sockets go." +
+                       fixHint(root));
+  }
+  const common::UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat info {};
+  if (!fd || ::fstat(fd.get(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    throw SandboxError("refusing the run-time directory " + root + ": it is not a directory." +
+                       fixHint(root));
+  }
+  if (info.st_dev != link_info.st_dev || info.st_ino != link_info.st_ino) {
+    throw SandboxError("refusing the run-time directory " + root +
+                       ": it was replaced while the server checked it." + fixHint(root));
+  }
+  if (info.st_uid != ::geteuid()) {
+    throw SandboxError("refusing the run-time directory " + root + ": it is owned by uid " +
+                       std::to_string(info.st_uid) + ", not by this server's uid " +
+                       std::to_string(::geteuid()) + "." + fixHint(root));
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(info.st_mode & 07777));
+    throw SandboxError("refusing the run-time directory " + root + ": its mode " + mode +
+                       " lets other users write into it (chmod 700 " + root + " if it is yours)." +
+                       fixHint(root));
+  }
+}
+
 std::int64_t modifiedUnix(const fs::path& path) {
   struct stat info {};
   return ::stat(path.c_str(), &info) == 0 ? static_cast<std::int64_t>(info.st_mtime) : 0;
@@ -74,8 +132,7 @@ ScopedDirectory::~ScopedDirectory() {
 RuntimeDir::RuntimeDir(const std::string& root, const std::string& instance_id,
                        const std::map<std::string, std::string>& owner_labels)
     : path_(root + "/" + instance_id) {
-  makeDirectory(root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                          fs::perms::others_read | fs::perms::others_exec);
+  ensurePrivateRoot(root);
   makeDirectory(path_, fs::perms::owner_all);
   std::ofstream owner(path_ + "/" + kOwnerFile);
   owner << nlohmann::json(owner_labels).dump() << '\n';
@@ -132,6 +189,11 @@ int RuntimeDir::removeStale(const std::string& root, const std::string& our_inst
                             const docker::ProcessIdentity& self) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return 0;
+  try {
+    ensurePrivateRoot(root);  // never sweep a directory someone else controls (a symlink to /etc)
+  } catch (const SandboxError&) {
+    return 0;  // the RuntimeDir constructor reports it
+  }
   const auto now = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();

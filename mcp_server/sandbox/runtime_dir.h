@@ -34,6 +34,8 @@ class ScopedDirectory {
 class RuntimeDir {
  public:
   // Creates <root>/<instance_id> and records its owner (the ownership labels) in owner.json.
+  // `root` is created 0700 if missing, and refused when it is a symlink, not owned by this
+  // process's uid, or writable by group or others (someone could have pre-created it in /tmp).
   // Throws SandboxError naming the directory and what to do.
   RuntimeDir(const std::string& root, const std::string& instance_id,
              const std::map<std::string, std::string>& owner_labels);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "sandbox/backend.h"
@@ -20,12 +21,27 @@ std::string allowlistText(const policy::Policy& policy) {
 
 }  // namespace
 
+void refuseForbidden(const policy::Policy& policy,
+                     const std::vector<policy::Endpoint>& server_endpoints) {
+  for (const auto& rule : policy.rules) {
+    const auto decision = policy::decideForbiddenUrl(rule.base, server_endpoints);
+    if (!decision.allowed()) throw policy::PolicyError(rule.id + ": " + decision.reason);
+  }
+}
+
 std::shared_ptr<const policy::Policy> effectivePolicy(const nlohmann::json& requested,
                                                       const nlohmann::json& operator_allowlist) {
   try {
     auto wanted = policy::loadPolicy(requested);
-    if (operator_allowlist.empty()) return wanted;
-    return policy::narrow(*policy::loadPolicy(operator_allowlist), *wanted);
+    std::shared_ptr<const policy::Policy> effective;
+    if (operator_allowlist.empty()) {
+      policy::requirePublicHosts(*wanted);  // egress to special hosts is the operator's to grant
+      effective = std::move(wanted);
+    } else {
+      effective = policy::narrow(*policy::loadPolicy(operator_allowlist), *wanted);
+    }
+    refuseForbidden(*effective, {});
+    return effective;
   } catch (const policy::PolicyError& e) {
     std::string message = std::string("mcp_allowlist: ") + e.what();
     if (!operator_allowlist.empty()) {
@@ -39,7 +55,8 @@ std::shared_ptr<const policy::Policy> effectivePolicy(const nlohmann::json& requ
 McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        std::unique_ptr<sandbox::ScopedDirectory> directory,
                        const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
-                       std::vector<std::string> limit_flags, std::string retained_audit_log)
+                       std::vector<std::string> limit_flags, RetainedAuditLog retained_audit_log,
+                       const std::vector<policy::Endpoint>& server_endpoints)
     : launcher_(launcher),
       directory_(std::move(directory)),
       policy_(std::move(policy)),
@@ -50,6 +67,15 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
   spec_.policy_file = spec_.directory + "/policy.json";
   spec_.audit_log_file = spec_.directory + "/audit.jsonl";
   spec_.limit_flags = std::move(limit_flags);
+  try {
+    refuseForbidden(*policy_, server_endpoints);
+  } catch (const policy::PolicyError& e) {
+    throw sandbox::SandboxError(std::string("mcp_allowlist: ") + e.what());
+  }
+  // The relay checks them again after DNS, so a name that resolves here is refused too.
+  for (const auto& endpoint : server_endpoints) {
+    spec_.limit_flags.insert(spec_.limit_flags.end(), {"--deny-endpoint", endpoint.toString()});
+  }
   {
     std::ofstream out(spec_.policy_file);
     out << policy::toJson(*policy_).dump(2) << '\n';
@@ -71,15 +97,26 @@ McpGateway::~McpGateway() {
 }
 
 void McpGateway::retainAuditLog() noexcept {
-  if (retained_audit_log_.empty()) return;
+  const std::string& path = retained_audit_log_.path;
+  if (path.empty()) return;
   // Sessions end concurrently: one appender at a time keeps their lines whole.
   static std::mutex append_mutex;
   const std::lock_guard lock(append_mutex);
+  std::error_code ec;
+  const auto adding = std::filesystem::file_size(spec_.audit_log_file, ec);
+  const auto have = std::filesystem::file_size(path, ec);
+  if (!ec && have > 0 &&
+      have + (adding == static_cast<std::uintmax_t>(-1) ? 0 : adding) >
+          retained_audit_log_.max_bytes) {
+    std::filesystem::rename(path, path + ".1", ec);  // one old generation is kept
+    spdlog::info("mcp.audit_log {} reached mcp.audit_log_max_bytes ({}); rotated to {}.1", path,
+                 retained_audit_log_.max_bytes, path);
+  }
   std::ifstream in(spec_.audit_log_file, std::ios::binary);
-  std::ofstream out(retained_audit_log_, std::ios::binary | std::ios::app);
+  std::ofstream out(path, std::ios::binary | std::ios::app);
   if (!out) {
     spdlog::error("session {}: cannot append its audit log to {} (mcp.audit_log)", spec_.session_id,
-                  retained_audit_log_);
+                  path);
     return;
   }
   if (in && in.peek() != std::ifstream::traits_type::eof()) out << in.rdbuf();
@@ -105,6 +142,14 @@ std::optional<std::string> McpGateway::ensureRunning() {
          "; MCP connections opened before are gone, so call connect() again.";
 }
 
+std::uint64_t McpGateway::auditDropped() const {
+  // The relay keeps the count of lines its size-capped log dropped next to it
+  // (sidecar/audit_log.h).
+  std::ifstream in(spec_.audit_log_file + ".dropped");
+  std::uint64_t count = 0;
+  return (in >> count) ? count : 0;
+}
+
 void McpGateway::refreshTally() {
   std::ifstream in(spec_.audit_log_file, std::ios::binary);
   if (!in) return;
@@ -128,7 +173,8 @@ nlohmann::json McpGateway::stats() {
             {"restarts", restarts_},
             {"allowed", tally_.allowed()},
             {"denied", tally_.denied()},
-            {"errors", tally_.errors()}}}};
+            {"errors", tally_.errors()},
+            {"audit_dropped", auditDropped()}}}};
 }
 
 }  // namespace server

@@ -5,6 +5,7 @@
 // Thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -22,14 +23,28 @@ namespace server {
 inline constexpr const char* kMcpSocketMount = "/run/mcp";
 inline constexpr const char* kMcpSocketEnv = "MCP_PROXY_SOCKET";
 
+// mcp.audit_log: where every session's audit lines go when it ends (empty: nowhere), rotated once
+// (to <path>.1, replacing it) before it would grow past max_bytes.
+struct RetainedAuditLog {
+  RetainedAuditLog(
+      std::string path_ = {},  // NOLINT(google-explicit-constructor): a path reads well
+      std::uint64_t max_bytes_ = std::uint64_t{64} * 1024 * 1024)
+      : path(std::move(path_)), max_bytes(max_bytes_) {}
+  std::string path;
+  std::uint64_t max_bytes;
+};
+
 class McpGateway {
  public:
   // Writes the policy into `directory`; start() starts the relay. Throws sandbox::SandboxError.
-  // A non-empty `retained_audit_log` receives the session's audit lines when it ends.
+  // A non-empty `retained_audit_log` receives the session's audit lines when it ends. A rule
+  // that reaches one of `server_endpoints` (the server's own listeners) is refused here, and the
+  // relay is told to refuse them after DNS too.
   McpGateway(sandbox::SidecarLauncher& launcher,
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
              std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags,
-             std::string retained_audit_log = {});
+             RetainedAuditLog retained_audit_log = {},
+             const std::vector<policy::Endpoint>& server_endpoints = {});
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;
@@ -45,18 +60,20 @@ class McpGateway {
   // (connections open in the sandbox were cut); throws SandboxError when it cannot restart.
   std::optional<std::string> ensureRunning();
 
-  // {"allowlist", "sidecar": {"mode", "running", "restarts", "allowed", "denied", "errors"}}
+  // {"allowlist", "sidecar": {"mode", "running", "restarts", "allowed", "denied", "errors",
+  // "audit_dropped" (lines the size-capped audit log dropped)}}
   [[nodiscard]] nlohmann::json stats();
 
  private:
   void refreshTally();  // mutex_ held
+  [[nodiscard]] std::uint64_t auditDropped() const;
   void retainAuditLog() noexcept;
 
   sandbox::SidecarLauncher& launcher_;
   std::unique_ptr<sandbox::ScopedDirectory> directory_;
   std::shared_ptr<const policy::Policy> policy_;
   sandbox::SidecarSpec spec_;
-  std::string retained_audit_log_;
+  RetainedAuditLog retained_audit_log_;
   std::mutex mutex_;
   std::unique_ptr<sandbox::Sidecar> sidecar_;
   int restarts_ = 0;
@@ -65,8 +82,15 @@ class McpGateway {
 };
 
 // The policy a session's relay enforces: the call's list, narrowed by the operator's when the
-// operator configured one. Throws sandbox::SandboxError naming the entry that is not allowed.
+// operator configured one; without an operator list, public hosts only
+// (policy::requirePublicHosts). Cloud metadata is refused either way. Throws sandbox::SandboxError
+// naming the entry that is not allowed and what the operator would have to configure.
 [[nodiscard]] std::shared_ptr<const policy::Policy> effectivePolicy(
     const nlohmann::json& requested, const nlohmann::json& operator_allowlist);
+
+// Throws policy::PolicyError naming the first rule that reaches a host no allowlist may open
+// (cloud metadata, or one of `server_endpoints`).
+void refuseForbidden(const policy::Policy& policy,
+                     const std::vector<policy::Endpoint>& server_endpoints);
 
 }  // namespace server

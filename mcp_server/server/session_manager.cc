@@ -70,6 +70,7 @@ SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Back
       backend_(backend),
       services_(std::move(services)),
       slots_(static_cast<std::size_t>(config.execution.max_concurrent)),
+      client_executions_(static_cast<std::size_t>(config.execution.max_concurrent_per_client)),
       reaper_([this] { reapLoop(); }) {
   if (config_.pool.size > 0) {
     WarmPoolOptions options;
@@ -126,6 +127,12 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
         }
       }
       return {session, false, std::nullopt};
+    }
+    if (ownedCount(owner) >= static_cast<std::size_t>(config_.sessions.max_sessions_per_client)) {
+      throw SandboxError("busy: this client holds " +
+                         std::to_string(config_.sessions.max_sessions_per_client) +
+                         " sessions, its limit (sessions.max_sessions_per_client). Free one with "
+                         "cleanup_session, or reuse one by passing its session_id.");
     }
     if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
       throw SandboxError("busy: the server is at its limit of " +
@@ -247,7 +254,9 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
                                           "--max-concurrent-requests",
                                           std::to_string(sidecar.max_concurrent_requests),
                                           "--max-body-bytes",
-                                          std::to_string(sidecar.max_body_bytes)};
+                                          std::to_string(sidecar.max_body_bytes),
+                                          "--audit-log-max-bytes",
+                                          std::to_string(sidecar.audit_log_max_bytes)};
   // The relay writes its socket and audit log there: in a container it runs as sidecar.user,
   // as a child process it runs as the server.
   const std::string owner = services_.sidecars->mode() == "container"
@@ -255,7 +264,11 @@ std::unique_ptr<McpGateway> SessionManager::openGateway(const std::string& id,
                                 : std::to_string(::geteuid()) + ":" + std::to_string(::getegid());
   return std::make_unique<McpGateway>(
       *services_.sidecars, services_.runtime_dir->createSessionDir(owner), id, options.mcp_policy,
-      std::move(limit_flags), config_.mcp.audit_log);
+      std::move(limit_flags),
+      RetainedAuditLog(config_.mcp.audit_log,
+                       static_cast<std::uint64_t>(config_.mcp.audit_log_max_bytes)),
+      services_.server_endpoints ? services_.server_endpoints->get()
+                                 : std::vector<policy::Endpoint>{});
 }
 
 sandbox::Limits SessionManager::baseLimits() const {
@@ -424,6 +437,13 @@ void SessionManager::closeOwner(const std::string& owner) {
   if (count > 0) log()->info("closed {} session(s) of a disconnected client", count);
 }
 
+std::size_t SessionManager::ownedCount(const std::string& owner) const {
+  const std::string prefix = owner + '\n';
+  return static_cast<std::size_t>(std::count_if(
+      sessions_.begin(), sessions_.end(),
+      [&](const auto& entry) { return entry.first.compare(0, prefix.size(), prefix) == 0; }));
+}
+
 std::size_t SessionManager::size() {
   std::lock_guard lock(mutex_);
   return sessions_.size();
@@ -468,14 +488,21 @@ void SessionManager::reapLoop() {
   }
 }
 
-ExecutionSlots::Slot SessionManager::claimExecutionSlot() {
+ExecutionClaim SessionManager::claimExecutionSlot(const std::string& owner) {
+  auto share = client_executions_.tryClaim(owner);
+  if (!share) {
+    throw SandboxError("busy: this client already runs " +
+                       std::to_string(client_executions_.perClient()) +
+                       " executions, its limit (execution.max_concurrent_per_client). Wait for "
+                       "one to finish; the session is unchanged.");
+  }
   auto slot = slots_.tryClaim();
   if (!slot) {
     throw SandboxError("busy: " + std::to_string(slots_.capacity()) +
                        " executions are already running on this server "
                        "(execution.max_concurrent). Retry in a moment; the session is unchanged.");
   }
-  return std::move(*slot);
+  return ExecutionClaim{std::move(*share), std::move(*slot)};
 }
 
 WarmPool::Stats SessionManager::poolStats() { return pool_ ? pool_->stats() : WarmPool::Stats{}; }

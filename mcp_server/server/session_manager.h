@@ -18,8 +18,10 @@
 #include "sandbox/backend.h"
 #include "sandbox/runtime_dir.h"
 #include "sandbox/sidecar.h"
+#include "server/client_quota.h"
 #include "server/execution_slots.h"
 #include "server/lost_sessions.h"
+#include "server/server_endpoints.h"
 #include "server/session.h"
 #include "server/warm_pool.h"
 
@@ -31,6 +33,8 @@ struct SessionServices {
   sandbox::SidecarLauncher* sidecars = nullptr;
   sandbox::RuntimeDir* runtime_dir = nullptr;
   std::string python_helper_dir;  // host directory holding sandbox_mcp.py
+  // The server's own listeners, which no session's relay may reach; null: none (stdio).
+  std::shared_ptr<const ServerEndpoints> server_endpoints;
 };
 
 class SessionManager {
@@ -73,9 +77,10 @@ class SessionManager {
   [[nodiscard]] std::string resolveRuntime();
   void shutdown();
 
-  // One of the server's execution.max_concurrent slots, held for the life of the returned
-  // guard; throws a "busy" SandboxError when all are taken.
-  [[nodiscard]] ExecutionSlots::Slot claimExecutionSlot();
+  // One of the server's execution.max_concurrent slots and one of the owner's
+  // execution.max_concurrent_per_client, held for the life of the returned guard; throws a
+  // "busy" SandboxError naming the limit when either is used up.
+  [[nodiscard]] ExecutionClaim claimExecutionSlot(const std::string& owner);
   [[nodiscard]] ExecutionSlots& executionSlots() noexcept { return slots_; }
   // Zeros when the pool is disabled (pool.size 0).
   [[nodiscard]] WarmPool::Stats poolStats();
@@ -102,6 +107,8 @@ class SessionManager {
   [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options);
   [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,
                                                         const SessionOptions& options);
+  // Sessions (created or being created) the owner holds; mutex_ held.
+  [[nodiscard]] std::size_t ownedCount(const std::string& owner) const;
   void reapLoop();
   std::vector<std::shared_ptr<Session>> takeIdle();
 
@@ -116,6 +123,7 @@ class SessionManager {
   std::optional<std::string> runtime_;  // resolved once, on first use
   LostSessions lost_;
   ExecutionSlots slots_;
+  ClientQuota client_executions_;
   std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
   std::thread reaper_;
 };

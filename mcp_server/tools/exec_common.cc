@@ -109,7 +109,7 @@ json execOutputSchema() {
 ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKind kind,
                         const std::string& code) {
   const auto parsed = parseSessionOptions(arguments, ctx.config);
-  const auto slot = ctx.sessions.claimExecutionSlot();
+  const auto slot = ctx.sessions.claimExecutionSlot(ctx.owner);
   const std::string requested_id = arguments.value("session_id", "");
   auto acquired = ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given);
   server::SessionUse session(acquired.session);

@@ -48,12 +48,13 @@ json sessionOptionProperties() {
         {"maxItems", 64},
         {"description",
          "MCP servers code in a new session may call (fixed at creation). Each item is a URL "
-         "(\"http://localhost:8265/mcp\": that origin, under that path) or an object "
+         "(\"https://tools.example.org/mcp\": that origin, under that path) or an object "
          "{\"url\": ..., \"methods\": [\"tools/list\", \"tools/call\"], \"tools\": "
          "[\"search\"]} limiting the JSON-RPC methods and tools. In the sandbox: "
          "`from sandbox_mcp import connect; c = connect(url); c.call_tool(name, args)`. "
-         "Private, loopback and link-local addresses are reachable only when the item names "
-         "that address (or localhost) itself; the server's operator list may narrow this."}}},
+         "Public hosts only: loopback, private and other special addresses (and localhost) "
+         "only when the server's operator allows them, and then only as the operator's list "
+         "narrows; cloud metadata and this server itself are never reachable."}}},
   };
 }
 

@@ -45,10 +45,11 @@ TEST(AuditTally, WaitsForTheEndOfALineAndIgnoresGarbage) {
   EXPECT_EQ(tally.denied(), 0U);
 }
 
-TEST(EffectivePolicy, WithoutAnOperatorListTheCallsListIsTakenAsGiven) {
-  const auto policy = server::effectivePolicy(json{"http://localhost:8265/mcp"}, json::array());
+TEST(EffectivePolicy, WithoutAnOperatorListTheCallsPublicHostsAreTakenAsGiven) {
+  const auto policy =
+      server::effectivePolicy(json{"http://mcp.example.com:8265/mcp"}, json::array());
   ASSERT_EQ(policy->rules.size(), 1U);
-  EXPECT_EQ(policy->rules[0].base.host, "localhost");
+  EXPECT_EQ(policy->rules[0].base.host, "mcp.example.com");
   EXPECT_EQ(policy->rules[0].base.port, 8265);
 }
 
@@ -86,8 +87,9 @@ TEST(EffectivePolicy, BadEntriesAreRefusedWithTheirIndex) {
 
 TEST(PolicyJson, RoundTripsThroughLoadPolicy) {
   const auto policy = server::effectivePolicy(
-      json::array({"http://a/mcp",
-                   {{"url", "https://b/x"}, {"methods", {"tools/call"}}, {"tools", {"search"}}}}),
+      json::array(
+          {"http://a.example/mcp",
+           {{"url", "https://b.example/x"}, {"methods", {"tools/call"}}, {"tools", {"search"}}}}),
       json::array());
   const json text = policy::toJson(*policy);
   const auto again = policy::loadPolicy(text);
@@ -139,7 +141,7 @@ TEST(McpGateway, WritesThePolicyStartsTheRelayCountsAndKeepsTheAuditLog) {
   const std::string dir = root + "/s-1";
   std::filesystem::create_directories(dir + "/sock");
   FakeLauncher launcher;
-  auto policy = server::effectivePolicy(json{"http://localhost:8265/mcp"}, json::array());
+  auto policy = server::effectivePolicy(json{"http://mcp.example.com:8265/mcp"}, json::array());
   const std::string allow = "{\"decision\":\"allow\"}\n";
   const std::string deny = "{\"decision\":\"deny\"}\n";
   {
@@ -171,7 +173,8 @@ TEST(McpGateway, RestartsADeadRelayAndSaysSo) {
   const std::string dir = tempDir();
   FakeLauncher launcher;
   server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir), "s1",
-                             server::effectivePolicy(json{"http://a/mcp"}, json::array()), {});
+                             server::effectivePolicy(json{"http://a.example/mcp"}, json::array()),
+                             {});
   gateway.start();
   EXPECT_EQ(gateway.ensureRunning(), std::nullopt);
   *launcher.up = false;  // the relay was killed

@@ -128,7 +128,7 @@ test('a crashed server (SIGKILL) leaves no sandbox, sidecar or directory behind'
   const doomed = await startHttpServer();
   const { client } = await connectHttp(doomed.url);
   const made = await call(client, 'run_code', {
-    code: 'x = 1', mcp_allowlist: ['http://127.0.0.1:9/mcp'],
+    code: 'x = 1', mcp_allowlist: ['https://mcp.example.com/mcp'],
   });
   const sid = made.structuredContent.session_id;
   const kinds = (await containersOfSession(sid)).map((c) => c.Labels['sandbox-mcp.role'] ?? 'sandbox');

@@ -83,18 +83,33 @@ function auditLines(sessionId) {
 describe('sidecar in container mode (default)', () => {
   let everything;
   let redirector;
+  let hanging;
+  let stream;
+  let downPort;
   let conn;
   let config;
   before(async () => {
     everything = await startEverything();
     redirector = await startRedirector(`http://127.0.0.1:${everything.port}/admin`);
-    config = writeConfig({ sidecar: { upstream_idle_timeout_ms: UPSTREAM_IDLE_TIMEOUT_MS } });
+    hanging = await startHanging();
+    stream = await startEndlessStream();
+    downPort = await freePort();
+    // Loopback upstreams are the operator's to grant: a call's own list may name public hosts only.
+    const origins = [`http://127.0.0.1:${everything.port}/`, `http://127.0.0.1:${redirector.port}/`,
+      `${new URL(hanging.url()).origin}/`, `${new URL(stream.url()).origin}/`,
+      `http://127.0.0.1:${downPort}/`];
+    config = writeConfig({
+      allowlist: [...new Set(origins)],
+      sidecar: { upstream_idle_timeout_ms: UPSTREAM_IDLE_TIMEOUT_MS },
+    });
     conn = await connectStdio(['--config', config.file]);
   });
   after(async () => {
     await conn?.client.close();
     await everything?.stop();
     await redirector?.stop();
+    await hanging?.stop();
+    await stream?.stop();
     config?.remove();
   });
 
@@ -209,8 +224,7 @@ out["ok"] = "connected"`),
   });
 
   test('upstream down answers 502 with the reason', async () => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}/mcp`;
+    const url = `http://127.0.0.1:${downPort}/mcp`;
     const { value } = await runJson(conn.client, {
       session_id: 'mcp-faults',
       mcp_allowlist: [url],
@@ -222,8 +236,7 @@ out["ok"] = "connected"`),
   });
 
   test('an upstream that hangs is cut off after the idle timeout (504)', async () => {
-    const hanging = await startHanging();
-    try {
+    {
       const started = Date.now();
       const { value } = await runJson(conn.client, {
         session_id: 'mcp-hang',
@@ -233,14 +246,11 @@ out["ok"] = "connected"`),
       assert.equal(value.status, 504, JSON.stringify(value));
       assert.ok(Date.now() - started < 20000);
       await call(conn.client, 'cleanup_session', { session_id: 'mcp-hang' });
-    } finally {
-      await hanging.stop();
     }
   });
 
   test('a client that leaves mid-stream cancels the upstream request', async () => {
-    const stream = await startEndlessStream();
-    try {
+    {
       const { value } = await runJson(conn.client, {
         session_id: 'mcp-stream',
         mcp_allowlist: [stream.url()],
@@ -265,8 +275,6 @@ print(json.dumps({"first": first.decode(errors="replace")}))
       assert.ok(closedAt, 'the upstream request stayed open after the sandbox client left');
       assert.equal(stream.opened(), 1);
       await call(conn.client, 'cleanup_session', { session_id: 'mcp-stream' });
-    } finally {
-      await stream.stop();
     }
   });
 
