@@ -51,7 +51,7 @@ readonly SANDBOX_APT_PACKAGES=(
   # C++ toolchain and libraries (CMakeLists.txt: Boost 1.81 for Beast's message_generator)
   build-essential cmake ninja-build pkg-config libboost1.81-dev nlohmann-json3-dev
   libspdlog-dev libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev
-  clang-format clang-tidy
+  clang-format clang-tidy ccache
   # libFuzzer for the policy URL parser's fuzz target (tests/policy): clang plus its runtime
   clang libclang-rt-14-dev
   # container engine and the offline image builder (docker/build-images.sh); gVisor (runsc)
