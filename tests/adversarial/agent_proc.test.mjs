@@ -42,7 +42,7 @@ for path, flags in [("/proc/1/fd/0", os.O_RDONLY | os.O_NONBLOCK), ("/proc/1/fd/
     won.append("open %s %d" % (path, flags))
     try:
         if flags & (os.O_WRONLY | os.O_RDWR):
-            os.write(fd, forged)
+            os.write(fd, b"sandbox-agent: error: forged log line\n" if path.endswith("/2") else forged)
     except OSError:
         pass
     os.close(fd)
@@ -129,6 +129,8 @@ os.write(4, b'{"status": "success", "exit_code": 0, "result": "' + b'R' * (8 << 
   if (!res.isError) assert.ok((res.structuredContent.result ?? '').length <= 2 * (1 << 20));
   const next = await call('run_code', { code: 'kept', session_id: sid });
   assert.ok(!next.isError, JSON.stringify(next.content));
+  assert.equal(next.structuredContent.result, "'yes'", 'the agent or the interpreter was lost');
+  assert.equal(next.structuredContent.state_lost, false);
   const other = await runCode(undefined, '6 * 7');
   assert.equal(other.result, '42');
   await call('cleanup_session', { session_id: sid });
