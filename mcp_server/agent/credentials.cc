@@ -1,7 +1,9 @@
 #include "agent/credentials.h"
 
 #include <grp.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,6 +62,11 @@ void adoptCodeUser(const CodeUser& user) {
   // compares for ptrace, /proc/<pid>/fd and kill. The effective uid leaving 0 clears every
   // effective capability; the children can still drop to `user` because it is our euid.
   check(::setresuid(0, user.uid, 0), "setresuid");
+  // Nothing left needs a capability (children drop to our euid unprivileged): clear the
+  // permitted set too, so even a subverted agent cannot use CAP_SETUID/CAP_SETGID again.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  check(static_cast<int>(::syscall(SYS_capset, &header, data)), "capset");
   // Linux marks us non-dumpable on the uid change already; say so explicitly for any runtime.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   storedCodeUser() = user;

@@ -174,7 +174,13 @@ void AgentChannel::dispatch(const std::string& payload) {
   }
   const auto id = id_it->get<std::uint64_t>();
   if (message.contains("event")) {
-    deliverEvent(id, message, payload.size());
+    // Counted by the text they carry (JSON escaping may inflate the frame six-fold), or by the
+    // frame when it is bigger than escaping explains (padding in other fields).
+    const auto data = message.find("data");
+    const std::size_t text_bytes =
+        data != message.end() && data->is_string() ? data->get_ref<const std::string&>().size() : 0;
+    deliverEvent(id, message,
+                 payload.size() <= 6 * text_bytes + 1024 ? text_bytes : payload.size());
     return;
   }
   std::lock_guard lock(mutex_);
@@ -189,19 +195,19 @@ void AgentChannel::dispatch(const std::string& payload) {
 }
 
 void AgentChannel::deliverEvent(std::uint64_t id, const nlohmann::json& event,
-                                std::size_t payload_bytes) {
+                                std::size_t event_bytes) {
   std::shared_ptr<Waiter> waiter;
   {
     std::lock_guard lock(mutex_);
     const auto it = waiters_.find(id);
     if (it == waiters_.end() || !it->second->on_event) return;
     waiter = it->second;
-    if (payload_bytes > waiter->max_event_bytes - waiter->event_bytes) {
+    if (event_bytes > waiter->max_event_bytes - waiter->event_bytes) {
       ++waiter->dropped_events;
       waiter->event_bytes = waiter->max_event_bytes;  // later small events are dropped too
       return;
     }
-    waiter->event_bytes += payload_bytes;
+    waiter->event_bytes += event_bytes;
     ++waiter->dispatching;
   }
   try {

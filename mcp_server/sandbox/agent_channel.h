@@ -34,7 +34,7 @@ struct AgentCallOptions {
   // Runs on the reader thread for each event frame of this call.
   std::function<void(const nlohmann::json& event)> on_event;
   CancelToken* cancel = nullptr;  // when cancelled: sends {"op":"cancel","target":<id>}
-  // Event frames beyond this many payload bytes are dropped (and counted), never handed on: a
+  // Events beyond this many bytes of "data" are dropped (and counted), never handed on: a
   // misbehaving agent cannot stream more into the caller than the execution may produce.
   std::size_t max_event_bytes = SIZE_MAX;
 };
@@ -69,14 +69,14 @@ class AgentChannel : public std::enable_shared_from_this<AgentChannel> {
     EventHandler on_event;
     int dispatching = 0;  // event handlers running now; the caller waits for them to finish
     std::size_t max_event_bytes = SIZE_MAX;
-    std::size_t event_bytes = 0;       // payload bytes of the events handed on so far
+    std::size_t event_bytes = 0;       // bytes (as counted by dispatch) handed on so far
     std::uint64_t dropped_events = 0;  // events beyond max_event_bytes
   };
 
   AgentChannel(std::unique_ptr<ByteStream> stream, std::string name);
   void readLoop() noexcept;
   void dispatch(const std::string& payload);
-  void deliverEvent(std::uint64_t id, const nlohmann::json& event, std::size_t payload_bytes);
+  void deliverEvent(std::uint64_t id, const nlohmann::json& event, std::size_t event_bytes);
   void writeFrame(const nlohmann::json& message);
   void sendCancel(std::uint64_t target) noexcept;
 

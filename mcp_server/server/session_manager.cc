@@ -360,11 +360,11 @@ bool SessionManager::remove(const std::string& owner, const std::string& id) {
   Pending pending;
   {
     std::lock_guard lock(mutex_);
+    lost_.erase(key(owner, id));  // an explicit cleanup: the next use is a new session
     const auto it = sessions_.find(key(owner, id));
     if (it == sessions_.end()) return false;
     pending = it->second;
     sessions_.erase(it);
-    lost_.erase(key(owner, id));
   }
   try {
     pending.get();  // waits for a creation in flight; the sandbox dies with the last reference

@@ -42,7 +42,7 @@ for path, flags in [("/proc/1/fd/0", os.O_RDONLY | os.O_NONBLOCK), ("/proc/1/fd/
     won.append("open %s %d" % (path, flags))
     try:
         if flags & (os.O_WRONLY | os.O_RDWR):
-            os.write(fd, forged)
+            os.write(fd, b"sandbox-agent: error: forged log line\n" if path.endswith("/2") else forged)
     except OSError:
         pass
     os.close(fd)
@@ -50,6 +50,12 @@ try:
     env = open("/proc/1/environ", "rb").read()
     if env.strip(b"\0"):
         won.append("read /proc/1/environ: %r" % env[:80])
+except OSError:
+    pass
+try:
+    for line in open("/proc/1/status"):
+        if line.startswith(("CapPrm:", "CapEff:")) and int(line.split()[1], 16) != 0:
+            won.append("the agent holds capabilities: " + line.strip())
 except OSError:
     pass
 if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH
@@ -127,8 +133,18 @@ os.write(4, b'{"status": "success", "exit_code": 0, "result": "' + b'R' * (8 << 
   const res = await call('run_code', { code: forged, session_id: sid });
   // Whatever this cell reports, the agent and the server survive it.
   if (!res.isError) assert.ok((res.structuredContent.result ?? '').length <= 2 * (1 << 20));
-  const next = await call('run_code', { code: 'kept', session_id: sid });
-  assert.ok(!next.isError, JSON.stringify(next.content));
+  // Extra replies in the pipe may be taken for the next cell's (the session's own executions can
+  // be confused by its own code: nothing else is promised), but each is capped, the agent and
+  // the interpreter survive, and the session settles once the forged lines are consumed.
+  let settled = false;
+  for (let attempt = 0; attempt < 4 && !settled; ++attempt) {
+    const next = await call('run_code', { code: 'kept', session_id: sid });
+    assert.ok(!next.isError, JSON.stringify(next.content).slice(0, 500));
+    assert.equal(next.structuredContent.state_lost, false, 'the agent or the interpreter was lost');
+    assert.ok((next.structuredContent.result ?? '').length <= (1 << 20) + 64, 'result not capped');
+    settled = next.structuredContent.result === "'yes'";
+  }
+  assert.ok(settled, 'the session never answered with its own state again');
   const other = await runCode(undefined, '6 * 7');
   assert.equal(other.result, '42');
   await call('cleanup_session', { session_id: sid });

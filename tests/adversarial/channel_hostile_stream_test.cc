@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,16 +129,17 @@ TEST(HostileAgentStream, EndlessStderrWithoutNewlineStaysBoundedAndAtDebug) {
   EXPECT_LE(stream.stderrTail().size(), AttachStream::kStderrTailBytes * 4 + 16);
 }
 
-TEST(HostileAgentStream, EventFloodIsCappedPerCall) {
-  LogCapture capture;
+// Floods one call with `count` events made by `make_event` and returns the "data" bytes the
+// call's handler received.
+std::size_t floodOneCall(const std::function<json(const json& id)>& make_event, int count,
+                         std::size_t cap) {
   auto [server_end, agent_end] = socketPair();
   auto channel =
       AgentChannel::start(std::make_unique<SocketStream>(std::move(server_end), 5s), "flood");
-  constexpr std::size_t kCap = 256 * 1024;
   std::atomic<std::size_t> handed_on{0};
   auto call = std::async(std::launch::async, [&] {
     AgentChannel::CallOptions options;
-    options.max_event_bytes = kCap;
+    options.max_event_bytes = cap;
     options.on_event = [&](const json& event) {
       handed_on += event.value("data", std::string()).size();
     };
@@ -147,21 +150,41 @@ TEST(HostileAgentStream, EventFloodIsCappedPerCall) {
   std::optional<std::string> request;
   while (!(request = decoder.next())) {
     std::string chunk;
-    ASSERT_GT(agent.read(chunk), 0U);
+    if (agent.read(chunk) == 0) throw std::runtime_error("the channel closed");
     decoder.feed(chunk);
   }
   const auto id = json::parse(*request)["id"];
-  const std::string data(64 * 1024, 'x');
-  for (int i = 0; i < 200; ++i) {  // 12.5 MiB of events for a call allowed 256 KiB
-    agent.write(frame::encode(
-        json{{"id", id}, {"event", "output"}, {"stream", "stdout"}, {"data", data}}.dump()));
-  }
+  for (int i = 0; i < count; ++i) agent.write(frame::encode(make_event(id).dump()));
   agent.write(frame::encode(json{{"id", id}, {"ok", true}, {"status", "success"}}.dump()));
   const json reply = call.get();
   EXPECT_EQ(reply["status"], "success");
-  EXPECT_LE(handed_on.load(), kCap);
-  EXPECT_GT(handed_on.load(), 0U);
   EXPECT_TRUE(channel->alive()) << "a flood is dropped, the channel stays usable";
+  return handed_on.load();
+}
+
+TEST(HostileAgentStream, EventFloodIsCappedPerCall) {
+  LogCapture capture;
+  constexpr std::size_t kCap = 256 * 1024;
+  const std::string data(64 * 1024, 'x');
+  const std::size_t handed_on = floodOneCall(  // 12.5 MiB of events for a call allowed 256 KiB
+      [&](const json& id) {
+        return json{{"id", id}, {"event", "output"}, {"stream", "stdout"}, {"data", data}};
+      },
+      200, kCap);
+  EXPECT_LE(handed_on, kCap);
+  EXPECT_GT(handed_on, 0U);
+}
+
+TEST(HostileAgentStream, PaddedEventsCountByTheirFrameSize) {
+  LogCapture capture;
+  constexpr std::size_t kCap = 256 * 1024;
+  const std::string padding(1024 * 1024, 'p');
+  const std::size_t handed_on = floodOneCall(  // one byte of text, 1 MiB of padding each
+      [&](const json& id) {
+        return json{{"id", id}, {"event", "output"}, {"data", "d"}, {"pad", padding}};
+      },
+      10, kCap);
+  EXPECT_EQ(handed_on, 0U) << "each padded event alone exceeds the cap";
 }
 
 }  // namespace

@@ -157,7 +157,7 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
                 field<std::string>(event, "data", ""));
     };
   }
-  // Both streams at their cap, plus the JSON framing of each event.
+  // Both streams at their cap (the agent applies the cap to events too), plus some slack.
   options.max_event_bytes = 2 * request.max_output_bytes + 2 * kNotesBytes;
   return parseExecReply(callAgent(std::move(message), request.timeout + kExecGrace, options),
                         request.max_output_bytes);
