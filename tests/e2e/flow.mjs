@@ -62,10 +62,13 @@ export async function seedFlow(client) {
   assert.equal(stats.structuredContent.container_status, 'running');
   assert.ok(stats.structuredContent.uptime > 0);
 
-  assert.equal((await containersOfSession(sid)).length, 1);
+  // A session that took a pooled sandbox has no session label on it: name its container.
+  const own = [stats.structuredContent.container_id];
+  assert.equal((await containersOfSession(sid, own)).length, 1);
   const cleanup = await call(client, 'cleanup_session', { session_id: sid });
   assert.equal(cleanup.structuredContent.status, 'success');
-  await waitFor(async () => (await containersOfSession(sid)).length === 0, 10000, 'container removal');
+  await waitFor(async () => (await containersOfSession(sid, own)).length === 0, 10000,
+    'container removal');
   const gone = await call(client, 'get_session_stats', { session_id: sid });
   assert.equal(gone.isError, true);
   assert.match(gone.content[0].text, /Unknown session/);
