@@ -1,5 +1,7 @@
 #include "sandbox/docker/docker_sandbox.h"
 
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "common/base64.h"
@@ -8,6 +10,26 @@
 
 namespace sandbox::docker {
 namespace {
+
+// Polls until the engine no longer knows the container, for at most a few seconds: callers
+// rely on "removed" meaning gone, not "going".
+void waitUntilRemoved(EngineClient& engine, const std::string& id) noexcept {
+  constexpr auto kRemovalWait = std::chrono::seconds(5);
+  constexpr auto kPollInterval = std::chrono::milliseconds(50);
+  const auto deadline = std::chrono::steady_clock::now() + kRemovalWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      engine.request(Method::kGet, "/containers/" + id + "/json");
+    } catch (const EngineError& e) {
+      if (e.isNotFound()) return;
+    } catch (const std::exception&) {
+      return;  // the engine is unreachable: nothing to wait for (called from noexcept code)
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  logger().warn("container {} is still being removed after {} s", id.substr(0, 12),
+                kRemovalWait.count());
+}
 
 template <class T>
 T field(const nlohmann::json& object, const char* key, T fallback) {
@@ -67,7 +89,9 @@ void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept 
     // session of such an image would leave a volume on the engine for ever.
     engine.request(Method::kDelete, "/containers/" + id + "?force=1&v=1");
   } catch (const EngineError& e) {
-    if (!e.isNotFound() && !e.isConflict()) {
+    if (e.isConflict()) {
+      waitUntilRemoved(engine, id);  // AutoRemove got there first: "removal already in progress"
+    } else if (!e.isNotFound()) {
       logger().warn("removing container {} failed: {}", id.substr(0, 12), e.what());
     }
   } catch (const std::exception& e) {
