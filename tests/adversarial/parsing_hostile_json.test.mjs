@@ -80,6 +80,18 @@ test('HTTP: deep nesting inside a live session, in a batch and in the id', async
   await assertServerHealthy();
 });
 
+test('HTTP: a number past the range of a double is a -32700, small body or large', async () => {
+  for (const pad of ['', 'x'.repeat(100 * 1024)]) {  // parsed on the I/O thread, then off it
+    const body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"${pad}","n":1e400}}`;
+    const res = await fetch(server.url, { method: 'POST', headers: JSON_HEADERS, body, signal: AbortSignal.timeout(20000) });
+    assert.equal(res.status, 400);
+    const reply = await res.json();
+    assert.equal(reply.error.code, -32700);
+    assert.match(reply.error.message, /number overflow/);
+  }
+  await assertServerHealthy();
+});
+
 test('HTTP: 64 levels are still served; 65 are refused', async () => {
   const sessionId = bystander.transport.sessionId;
   const headers = { ...JSON_HEADERS, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' };
@@ -180,6 +192,13 @@ test('stdio: deep nesting and oversize lines are answered and the server keeps s
 
     child.send('{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"cursor":' + nested(DEPTH) + '}}');
     assert.match((await child.next()).error.message, LIMIT);
+
+    // A number past a double's range: nlohmann throws out_of_range, not parse_error, and that
+    // line alone used to end the stdio server (found by the JSON-RPC fuzzer).
+    child.send('{"jsonrpc":"2.0","id":5,"method":"ping","params":[1e400]}');
+    const overflow = await child.next();
+    assert.equal(overflow.error.code, -32700);
+    assert.match(overflow.error.message, /number overflow/);
 
     child.send(' '.repeat(49 * 1024 * 1024));  // past stdio.max_message_bytes
     const oversize = await child.next();

@@ -73,6 +73,16 @@ TEST(JsonDepth, ParseJsonRefusesAMillionLevelsWithoutRecursing) {
   EXPECT_THROW((void)common::parseJson(bulk), json::parse_error);
 }
 
+// Found by the JSON-RPC fuzzer: nlohmann throws out_of_range for a number past a double's range,
+// which the transports did not catch (a stdio line with 1e400 ended the server).
+TEST(JsonDepth, NumberOverflowIsAParseError) {
+  const std::vector<std::string> texts = {"[1e400]", "-1e309",
+                                          R"({"a":")" + std::string(2000, 'x') + R"(","n":1e999})"};
+  for (const auto& text : texts) {
+    EXPECT_THROW((void)common::parseJson(text), json::parse_error) << text.substr(0, 40);
+  }
+}
+
 TEST(JsonDepth, RequireJsonDepthNamesTheByte) {
   try {
     common::requireJsonDepth("[[[", 2);
