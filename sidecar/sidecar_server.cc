@@ -62,30 +62,29 @@ struct SidecarServer::Impl {
         acceptor(ioc) {}
 
   void doAccept() {
-    acceptor.async_accept(
-        net::make_strand(ioc), [this](boost::system::error_code ec, Protocol::socket socket) {
-          if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
-          if (ec) {
-            onAcceptFailed(ec);
-            return;
-          }
-          if (const auto failed = backoff.onSuccess(); failed != 0) {
-            log().info("sidecar: accepting again after {} failed attempt(s)", failed);
-          }
-          std::make_shared<ClientConnection>(std::move(socket), state)->start();
-          doAccept();
-        });
+    acceptor.async_accept(net::make_strand(ioc),
+                          [this](boost::system::error_code ec, Protocol::socket socket) {
+                            if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
+                            if (ec) {
+                              onAcceptFailed(ec);
+                              return;
+                            }
+                            std::make_shared<ClientConnection>(std::move(socket), state)->start();
+                            doAccept();
+                          });
   }
 
-  // Out of descriptors, retrying at once fails at once: pause, and log once per burst.
+  // Out of descriptors, retrying at once fails at once: pause, and log at most every 10 s.
   void onAcceptFailed(const boost::system::error_code& ec) {
     if (common::AcceptBackoff::isTransient(ec.value())) {
       doAccept();
       return;
     }
-    if (backoff.onFailure()) {
-      log().warn("sidecar: accept failed: {}; pausing {} ms between attempts until it works again",
-                 std::strerror(ec.value()), common::AcceptBackoff::kPause.count());
+    if (const auto failures = backoff.onFailure(common::AcceptBackoff::Clock::now())) {
+      log().warn(
+          "sidecar: accept failed ({} time(s) since the last report): {}; pausing {} ms after "
+          "each failure",
+          *failures, std::strerror(ec.value()), common::AcceptBackoff::kPause.count());
     }
     accept_pause.expires_after(common::AcceptBackoff::kPause);
     accept_pause.async_wait([this](boost::system::error_code wait_ec) {

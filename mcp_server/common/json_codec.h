@@ -38,6 +38,17 @@ constexpr std::string_view kU0001 = "\\u0001";
 
 inline bool isJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+// nlohmann::json::parse, but a number too large for a double ("1e400") is a parse_error like any
+// other bad input: nlohmann throws out_of_range (406) for it, which callers that answer parse
+// errors did not catch (one such line ended the stdio server).
+inline nlohmann::json parseOrThrowParseError(std::string_view text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::out_of_range& e) {
+    throw nlohmann::json::parse_error::create(101, 0, e.what(), nullptr);
+  }
+}
+
 inline void restoreLongStrings(nlohmann::json& node, std::vector<std::string>& cut) {
   if (node.is_string()) {
     auto& text = node.get_ref<std::string&>();
@@ -145,7 +156,7 @@ inline void dumpInto(std::string& out, const nlohmann::json& node) {
   namespace d = json_codec_detail;
   requireJsonDepth(text, max_depth);
   if (text.size() < d::kLongString || text.find(d::kU0001) != std::string_view::npos) {
-    return nlohmann::json::parse(text);
+    return d::parseOrThrowParseError(text);
   }
   std::string reduced;
   std::vector<std::string> cut;
@@ -188,9 +199,9 @@ inline void dumpInto(std::string& out, const nlohmann::json& node) {
     cut.emplace_back(body);
     copied = close + 1;
   }
-  if (cut.empty()) return nlohmann::json::parse(text);
+  if (cut.empty()) return d::parseOrThrowParseError(text);
   reduced.append(text.data() + copied, text.size() - copied);
-  nlohmann::json parsed = nlohmann::json::parse(reduced);
+  nlohmann::json parsed = d::parseOrThrowParseError(reduced);
   d::restoreLongStrings(parsed, cut);
   return parsed;
 }

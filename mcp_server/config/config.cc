@@ -343,7 +343,7 @@ ServerConfig loadFile(const std::string& path) {
   try {
     common::requireJsonDepth(text);
     document = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for "1e400"
     throw ConfigError("config: " + path + " is not valid JSON: " + e.what());
   }
   return fromJson(document);

@@ -217,8 +217,8 @@ void HttpConnection::handleRequest() {
   }
 }
 
-// Small bodies parse right here (microseconds); a large one (up to http.max_body_bytes, parsing
-// takes up to a second) goes to the parse pool so the I/O thread keeps serving everyone else.
+// Small bodies parse right here (microseconds); a large one (up to http.max_body_bytes: seconds of
+// parsing) goes to the parse pool so the I/O thread keeps serving everyone else.
 void HttpConnection::handlePost() {
   auto& request = parser_->get();
   std::string session_id(request[kSessionHeader]);
@@ -251,6 +251,9 @@ HttpConnection::ParsedBody HttpConnection::parseBody(const std::string& body) {
     parsed.message = common::parseJson(body);  // refuses nesting past common::kMaxJsonDepth
   } catch (const json::parse_error& e) {
     parsed.error = jsonrpc::parseErrorResponse(e.what());
+    return parsed;
+  } catch (const std::exception& e) {  // e.g. out of memory: answer instead of leaving it hanging
+    parsed.error = errorResponse(kInternalError, std::string("Internal error: ") + e.what());
     return parsed;
   }
   if (!parsed.message.is_object() && !parsed.message.is_array()) {

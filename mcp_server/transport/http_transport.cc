@@ -91,19 +91,16 @@ void refuseConnection(tcp::socket& socket, std::string_view reason) {
 }  // namespace
 
 void HttpTransport::IoState::startAccepting(const std::shared_ptr<HttpServerContext>& context) {
-  acceptor.async_accept(
-      net::make_strand(ioc), [this, context](boost::system::error_code ec, tcp::socket socket) {
-        if (stopping) return;
-        if (ec) {
-          onAcceptFailed(ec, context);
-          return;
-        }
-        if (const auto failed = backoff.onSuccess(); failed != 0) {
-          log().info("http transport: accepting again after {} failed attempt(s)", failed);
-        }
-        admit(std::move(socket), context);
-        startAccepting(context);
-      });
+  acceptor.async_accept(net::make_strand(ioc),
+                        [this, context](boost::system::error_code ec, tcp::socket socket) {
+                          if (stopping) return;
+                          if (ec) {
+                            onAcceptFailed(ec, context);
+                            return;
+                          }
+                          admit(std::move(socket), context);
+                          startAccepting(context);
+                        });
 }
 
 void HttpTransport::IoState::onAcceptFailed(const boost::system::error_code& ec,
@@ -112,11 +109,12 @@ void HttpTransport::IoState::onAcceptFailed(const boost::system::error_code& ec,
     startAccepting(context);  // one connection went away while queued; the next is unaffected
     return;
   }
-  if (backoff.onFailure()) {
+  if (const auto failures = backoff.onFailure(common::AcceptBackoff::Clock::now())) {
     log().warn(
-        "http transport: accept failed: {}; pausing {} ms between attempts until it works again "
-        "(raise the fd limit, e.g. ulimit -n or LimitNOFILE=, or lower http.max_connections)",
-        std::strerror(ec.value()), common::AcceptBackoff::kPause.count());
+        "http transport: accept failed ({} time(s) since the last report): {}; pausing {} ms "
+        "after each failure (raise the fd limit, e.g. ulimit -n or LimitNOFILE=, or lower "
+        "http.max_connections)",
+        *failures, std::strerror(ec.value()), common::AcceptBackoff::kPause.count());
   }
   accept_pause.expires_after(common::AcceptBackoff::kPause);
   accept_pause.async_wait([this, context](boost::system::error_code wait_ec) {

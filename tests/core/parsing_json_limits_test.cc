@@ -30,7 +30,8 @@ TEST(JsonDepth, TableOfTexts) {
       {"65 arrays", nested(65), 64, 64},
       {"exactly 64 objects", R"({"a":)" + nested(63) + "}", 64, npos},
       {"65 mixed levels", R"({"a":[{"b":[)" + nested(61) + "]}]}", 64, 12 + 60},
-      {"siblings do not add up", "[[],[],[[]],{}]", 2, npos},
+      {"siblings do not add up", "[[],[],[[]],{}]", 3, npos},
+      {"the deepest sibling counts", "[[],[],[[]],{}]", 2, 8},
       {"brackets inside a string", R"(["[[[[[[[[[[{{{{{{"])", 1, npos},
       {"escaped quote keeps the string open", R"(["\"[[[[", 1])", 1, npos},
       {"escaped backslash closes the string", R"(["\\", [[1]]])", 2, 8},
@@ -70,6 +71,16 @@ TEST(JsonDepth, ParseJsonRefusesAMillionLevelsWithoutRecursing) {
   // A long string elsewhere takes parseJson's bulk path; the check still comes first.
   const std::string bulk = R"({"a":")" + std::string(5000, 'x') + R"(","b":)" + nested(100) + "}";
   EXPECT_THROW((void)common::parseJson(bulk), json::parse_error);
+}
+
+// Found by the JSON-RPC fuzzer: nlohmann throws out_of_range for a number past a double's range,
+// which the transports did not catch (a stdio line with 1e400 ended the server).
+TEST(JsonDepth, NumberOverflowIsAParseError) {
+  const std::vector<std::string> texts = {"[1e400]", "-1e309",
+                                          R"({"a":")" + std::string(2000, 'x') + R"(","n":1e999})"};
+  for (const auto& text : texts) {
+    EXPECT_THROW((void)common::parseJson(text), json::parse_error) << text.substr(0, 40);
+  }
 }
 
 TEST(JsonDepth, RequireJsonDepthNamesTheByte) {

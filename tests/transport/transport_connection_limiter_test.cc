@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,16 +58,19 @@ TEST(ConnectionLimiter, MovedAndResetSlotsReleaseOnce) {
   EXPECT_EQ(limiter->total(), 0U);
 }
 
-TEST(AcceptBackoff, LogsOncePerBurstAndCountsIt) {
-  common::AcceptBackoff backoff;
-  EXPECT_TRUE(backoff.onFailure());
-  for (int i = 0; i < 99; ++i) EXPECT_FALSE(backoff.onFailure());
-  EXPECT_EQ(backoff.onSuccess(), 100U);
-  EXPECT_EQ(backoff.onSuccess(), 0U);
-  EXPECT_TRUE(backoff.onFailure());  // a new burst
-  EXPECT_FALSE(common::AcceptBackoff::isTransient(EMFILE));
-  EXPECT_FALSE(common::AcceptBackoff::isTransient(ENFILE));
-  EXPECT_TRUE(common::AcceptBackoff::isTransient(ECONNABORTED));
+TEST(AcceptBackoff, LogsTheFirstFailureThenAtMostEveryTenSecondsWithTheCount) {
+  using common::AcceptBackoff;
+  AcceptBackoff backoff;
+  const auto t0 = AcceptBackoff::Clock::now();
+  EXPECT_EQ(backoff.onFailure(t0), std::optional<std::uint64_t>(1));
+  for (int i = 1; i < 100; ++i) {
+    EXPECT_FALSE(backoff.onFailure(t0 + std::chrono::milliseconds(100 * i)));
+  }
+  EXPECT_EQ(backoff.onFailure(t0 + AcceptBackoff::kLogEvery + std::chrono::seconds(1)),
+            std::optional<std::uint64_t>(100));
+  EXPECT_FALSE(AcceptBackoff::isTransient(EMFILE));
+  EXPECT_FALSE(AcceptBackoff::isTransient(ENFILE));
+  EXPECT_TRUE(AcceptBackoff::isTransient(ECONNABORTED));
 }
 
 }  // namespace
