@@ -298,6 +298,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
         static_cast<std::size_t>(cfg.http.max_connections_per_address);
     http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);
     http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
+    http.max_body_bytes_in_flight = static_cast<std::size_t>(cfg.http.max_body_bytes_in_flight);
     transport::HttpTransport server(mcp, http);
     server.start();
     server_endpoints->set(server::listenerEndpoints(http.address, server.port()));

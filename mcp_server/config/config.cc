@@ -215,6 +215,7 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   r.read("max_connections_per_address", out.max_connections_per_address);
   r.read("header_timeout_ms", out.header_timeout_ms);
   r.read("idle_timeout_ms", out.idle_timeout_ms);
+  r.read("max_body_bytes_in_flight", out.max_body_bytes_in_flight);
   r.rejectUnknown();
   if (out.path.empty() || out.path.front() != '/') {
     ObjectReader::fail("http.path", "must start with /");
@@ -225,6 +226,7 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   requireAtLeast(out.max_connections_per_address, 1, "http.max_connections_per_address");
   requireAtLeast(out.header_timeout_ms, 100, "http.header_timeout_ms");
   requireAtLeast(out.idle_timeout_ms, 100, "http.idle_timeout_ms");
+  requireAtLeast(out.max_body_bytes_in_flight, out.max_body_bytes, "http.max_body_bytes_in_flight");
 }
 
 void readStdio(ObjectReader& parent, StdioConfig& out) {
@@ -398,6 +400,7 @@ json toJson(const ServerConfig& c) {
         {"session_idle_timeout_s", c.http.session_idle_timeout_s},
         {"max_connections", c.http.max_connections},
         {"max_connections_per_address", c.http.max_connections_per_address},
+        {"max_body_bytes_in_flight", c.http.max_body_bytes_in_flight},
         {"header_timeout_ms", c.http.header_timeout_ms},
         {"idle_timeout_ms", c.http.idle_timeout_ms}}},
       {"stdio", {{"max_message_bytes", c.stdio.max_message_bytes}}},

@@ -96,6 +96,8 @@ struct HttpConfig {
   // Open connections in total and per peer IP address; past either a new one gets a 503.
   std::int64_t max_connections = 256;
   std::int64_t max_connections_per_address = 128;
+  // Request bodies held by all connections at once; >= max_body_bytes.
+  std::int64_t max_body_bytes_in_flight = 256LL * 1024 * 1024;
   // A request's header must be complete this long after the connection opens (or after the
   // first byte of a later request): slowloris.
   std::int64_t header_timeout_ms = 10000;

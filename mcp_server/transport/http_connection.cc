@@ -100,6 +100,7 @@ void HttpConnection::doReadHeader() {
     closeSocket();
     return;
   }
+  body_reservation_.reset();  // the previous request's body and its parse are gone
   parser_.emplace();
   parser_->header_limit(kHeaderLimitBytes);
   parser_->body_limit(context_->options.max_body_bytes);
@@ -173,6 +174,7 @@ void HttpConnection::onReadHeader(beast::error_code ec, std::size_t /*bytes*/) {
                  !parser_->is_done());
     return;
   }
+  if (!reserveBody()) return;
   if (!parser_->is_done() &&
       iequals(std::string_view(header[http::field::expect]), "100-continue")) {
     enqueue(WriteItem{WriteItem::Kind::kContinue, nullptr, nullptr, {}, false, false});
@@ -243,6 +245,25 @@ void HttpConnection::handlePost() {
     respondError(http::status::service_unavailable, kServerError,
                  "Service Unavailable: the server is shutting down", {}, true);
   }
+}
+
+// Reserves the body's declared size (the per-request maximum when chunked) from the budget all
+// connections share, before a byte of it is read; answers 503 when it is spent.
+bool HttpConnection::reserveBody() {
+  if (parser_->is_done()) return true;  // no body still to come
+  const auto declared = parser_->content_length();
+  const std::size_t bytes =
+      declared ? static_cast<std::size_t>(*declared) : context_->options.max_body_bytes;
+  if (context_->body_budget->tryReserve(bytes, body_reservation_)) return true;
+  log().info("http {}: {}-byte body refused: {} of {} bytes of request bodies already in flight",
+             remote_, bytes, context_->body_budget->inUse(), context_->body_budget->maxBytes());
+  respondError(http::status::service_unavailable, kServerError,
+               "Service Unavailable: the server holds too many large request bodies right now "
+               "(http.max_body_bytes_in_flight = " +
+                   std::to_string(context_->body_budget->maxBytes()) +
+                   " bytes); retry shortly or send a smaller message",
+               {{"Retry-After", "1"}}, true);
+  return false;
 }
 
 HttpConnection::ParsedBody HttpConnection::parseBody(const std::string& body) {
@@ -595,6 +616,7 @@ void HttpConnection::closeSocket() {
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.close();
   slot_ = ConnectionLimiter::Slot();  // the descriptor is gone: its place is free
+  body_reservation_.reset();
 }
 
 std::string HttpConnection::peerLabel(const std::string& session_id) const {

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "jsonrpc/endpoint.h"
+#include "transport/body_budget.h"
 #include "transport/connection_limiter.h"
 #include "transport/http_request_guard.h"
 #include "transport/http_transport.h"
@@ -41,7 +42,8 @@ struct HttpServerContext {
         control_pool(2, "http-control"),
         parse_pool(1, 4, "http-parse"),
         limiter(std::make_shared<ConnectionLimiter>(options.max_connections,
-                                                    options.max_connections_per_address)) {}
+                                                    options.max_connections_per_address)),
+        body_budget(std::make_shared<BodyBudget>(options.max_body_bytes_in_flight)) {}
 
   std::shared_ptr<jsonrpc::EndpointFactory> factory;
   HttpTransportOptions options;
@@ -51,6 +53,7 @@ struct HttpServerContext {
   WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
   WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
   std::shared_ptr<ConnectionLimiter> limiter;
+  std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};
 
   // Live connections, so stop() can close them.
@@ -139,12 +142,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void drainAndClose();
   void doDrain();
   void closeSocket();
+  [[nodiscard]] bool reserveBody();
 
   [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
 
   boost::beast::tcp_stream stream_;
   std::shared_ptr<HttpServerContext> context_;
-  ConnectionLimiter::Slot slot_;  // after context_: released before the context can go
+  ConnectionLimiter::Slot slot_;              // after context_: released before the context can go
+  BodyBudget::Reservation body_reservation_;  // the current request's body; see reserveBody()
   std::string remote_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

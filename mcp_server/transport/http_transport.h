@@ -29,7 +29,10 @@ struct HttpTransportOptions {
   std::string token;
   // Origin allowlist; "scheme://host" allows any port, "scheme://host:port" only that one.
   std::vector<std::string> allowed_origins = defaultAllowedOrigins();
-  std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;       // config: http.max_body_bytes
+  std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;  // config: http.max_body_bytes
+  // Request bodies held by all connections at once (BodyBudget); past it a 503.
+  // config: http.max_body_bytes_in_flight
+  std::size_t max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
   std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // then endpoint->close()
   std::size_t io_threads = 1;                                      // socket I/O only; never blocks
   std::size_t worker_threads = 8;       // run Endpoint::handle/close; started up front

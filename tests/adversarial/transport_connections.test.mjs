@@ -194,3 +194,49 @@ test('2000 idle connections against a 256-fd server: no spin, no log flood, then
     assert.equal(await stopServer(server), 0, server.logText());
   }
 });
+
+// Sends a header announcing a large body and a first slice of it, then holds the connection.
+function startLargeBody(port, bytes) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port }, () => {
+      socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+        `Accept: application/json, text/event-stream\r\nContent-Length: ${bytes}\r\n\r\n` +
+        '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"');
+      setTimeout(() => resolve(socket), 200);
+    });
+    socket.response = '';
+    socket.on('data', (chunk) => { socket.response += chunk.toString(); });
+    socket.on('error', () => {});
+  });
+}
+
+test('large bodies held open at once are bounded in total: past the budget a 503, then it serves', async () => {
+  const MiB = 1024 * 1024;
+  const server = await startServer(writeConfig('body-budget', {
+    max_body_bytes: 4 * MiB, max_body_bytes_in_flight: 8 * MiB,
+  }));
+  const held = [];
+  try {
+    // Two 4 MiB bodies fill the 8 MiB budget; each connection has only sent a few bytes of it.
+    held.push(await startLargeBody(server.port, 4 * MiB - 1024));
+    held.push(await startLargeBody(server.port, 4 * MiB - 1024));
+    const refused = await startLargeBody(server.port, 4 * MiB - 1024);
+    const deadline = Date.now() + 5000;
+    while (!refused.response && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.match(refused.response, /^HTTP\/1\.1 503/, refused.response || 'no answer');
+    assert.match(refused.response, /max_body_bytes_in_flight/);
+    refused.destroy();
+    // Small requests need no budget: a well-behaved client works while the budget is spent.
+    await assertWellBehavedClientWorks(server.url);
+    for (const s of held.splice(0)) s.destroy();
+    // Given back when the holders leave: a large body is accepted again.
+    await new Promise((r) => setTimeout(r, 300));
+    const again = await startLargeBody(server.port, 4 * MiB - 1024);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(again.response, '', `refused after the budget was given back: ${again.response}`);
+    again.destroy();
+  } finally {
+    for (const s of held) s.destroy();
+    assert.equal(await stopServer(server), 0, server.logText());
+  }
+});
