@@ -22,6 +22,8 @@ class HostileDockerfile : public ServerFixture {
  protected:
   HostileDockerfile() : images_before(builtImages(backend->engine())) {}
   ~HostileDockerfile() override {
+    stop();  // sessions first: they hold built images
+    removeNewImages();
     // Whatever the attack, no build container survives its call.
     EXPECT_TRUE(buildContainers(backend->engine()).empty()) << "a build container leaked";
   }
@@ -126,7 +128,6 @@ TEST_F(HostileDockerfile, RunStepsSeeGvisorNotTheHost) {
   // Docker's default set (a80425fb) includes NET_RAW, MKNOD, SYS_CHROOT...; ours is 0xfb.
   EXPECT_EQ(facts.find("a80425fb"), std::string::npos) << facts;
   EXPECT_NE(facts.find("00000000000000fb"), std::string::npos) << facts;
-  removeNewImages();
 }
 
 TEST_F(HostileDockerfile, RunawayStepsAreBoundedByLimitsAndDeadline) {

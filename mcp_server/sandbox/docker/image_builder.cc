@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/random_id.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sandbox.h"
 #include "sandbox/docker/stream_demux.h"
@@ -205,14 +206,13 @@ class Build {
   }
 
  private:
-  json containerLabels() const {
-    json labels = labels_;
-    labels[std::string(kLabelBuildStep)] = "1";
-    return labels;
-  }
+  // Ownership labels, so a crashed server's build containers are swept as orphans. They end up
+  // on the image too (commit merges them), where a session's own ownership labels override them.
+  json containerLabels() const { return labels_; }
 
   std::string create(const json& body) {
-    return engine_.request(Method::kPost, "/containers/create", body)
+    const std::string name = std::string(kBuildContainerPrefix) + common::randomHex(6);
+    return engine_.request(Method::kPost, "/containers/create?name=" + name, body)
         .json()
         .at("Id")
         .get<std::string>();
