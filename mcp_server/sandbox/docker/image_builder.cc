@@ -86,6 +86,13 @@ void apply(ImageConfig& config, const BuildStep& step) {
     case BuildOp::kRun:
       break;
   }
+  std::size_t bytes = config.user.size() + config.workdir.size();
+  for (const auto& entry : config.env) bytes += entry.size();
+  for (const auto& [key, value] : config.labels) bytes += key.size() + value.size();
+  if (bytes > kMaxImageConfigBytes) {
+    throw SandboxError("dockerfile line " + std::to_string(step.line) + ": ENV and LABEL hold " +
+                       "more than " + std::to_string(kMaxImageConfigBytes) + " bytes together");
+  }
 }
 
 // The parts of a container (and image) config the build controls.
