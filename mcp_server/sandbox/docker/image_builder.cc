@@ -252,10 +252,25 @@ class Build {
           ". It ran under gVisor with no network; nothing is downloaded during builds. Output: " +
           logTail(engine_, container.id()));
     }
+    checkSize(container.id(), step.line);
     return engine_.request(Method::kPost, "/commit?container=" + container.id(), json::object())
         .json()
         .at("Id")
         .get<std::string>();
+  }
+
+  // The step's writes stay on the engine's disk as a layer: the build's total is capped. (While a
+  // step runs, only the deadline bounds its writes.)
+  void checkSize(const std::string& id, int line) {
+    added_bytes_ += engine_.request(Method::kGet, "/containers/" + id + "/json?size=1")
+                        .json()
+                        .value("SizeRw", std::int64_t{0});
+    if (added_bytes_ > request_.max_size_mib * kMiB) {
+      throw SandboxError("the RUN step at dockerfile line " + std::to_string(line) +
+                         " brought the build to " + std::to_string(added_bytes_ / kMiB) +
+                         " MiB; builds may add at most " + std::to_string(request_.max_size_mib) +
+                         " MiB (sandbox.build_max_size_mib)");
+    }
   }
 
   std::int64_t waitForExit(const std::string& id, int line) {
@@ -279,6 +294,7 @@ class Build {
   const BuildRequest& request_;
   const Clock::time_point deadline_;
   std::vector<std::string> committed_;
+  std::int64_t added_bytes_ = 0;
 };
 
 std::string describePlan(const BuildRequest& request) {
