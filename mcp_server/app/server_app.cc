@@ -222,6 +222,10 @@ void logWeakenings(const config::ServerConfig& cfg) {
     spdlog::warn(
         "WEAKENED: sandbox.allow_runc_fallback is on: without runsc, sandboxes run under runc");
   }
+  if (cfg.sandbox.allow_dockerfile && cfg.sandbox.build_runtime.rfind("runsc", 0) != 0) {
+    spdlog::warn("WEAKENED: sandbox.build_runtime is {}: Dockerfile RUN steps run outside gVisor",
+                 cfg.sandbox.build_runtime);
+  }
   if (cfg.sandbox.allow_dockerfile) {
     spdlog::warn(
         "sandbox.allow_dockerfile is on: models may build images (RUN steps under {}, network "

@@ -102,6 +102,7 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   r.read("build_max_steps", out.build_max_steps);
   r.read("built_images_max", out.built_images_max);
   r.read("built_image_max_idle_s", out.built_image_max_idle_s);
+  r.read("build_max_size_mib", out.build_max_size_mib);
   r.rejectUnknown();
   for (std::size_t i = 0; i < out.allowed_images.size(); ++i) {
     const auto& entry = out.allowed_images[i];
@@ -120,6 +121,7 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   requireAtLeast(out.build_max_steps, 1, "sandbox.build_max_steps");
   requireAtLeast(out.built_images_max, 1, "sandbox.built_images_max");
   requireAtLeast(out.built_image_max_idle_s, 60, "sandbox.built_image_max_idle_s");
+  requireAtLeast(out.build_max_size_mib, 1, "sandbox.build_max_size_mib");
   if (out.runtime != "runsc" && out.runtime != "runc") {
     ObjectReader::fail("sandbox.runtime", "must be \"runsc\" or \"runc\"");
   }
@@ -382,7 +384,8 @@ json toJson(const ServerConfig& c) {
         {"build_timeout_s", c.sandbox.build_timeout_s},
         {"build_max_steps", c.sandbox.build_max_steps},
         {"built_images_max", c.sandbox.built_images_max},
-        {"built_image_max_idle_s", c.sandbox.built_image_max_idle_s}}},
+        {"built_image_max_idle_s", c.sandbox.built_image_max_idle_s},
+        {"build_max_size_mib", c.sandbox.build_max_size_mib}}},
       {"execution",
        {{"default_timeout_s", c.execution.default_timeout_s},
         {"max_timeout_s", c.execution.max_timeout_s},

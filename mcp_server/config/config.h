@@ -55,6 +55,7 @@ struct SandboxConfig {
   std::int64_t build_max_steps = 32;            // instructions in one Dockerfile
   std::int64_t built_images_max = 16;           // built images kept; the least recently used go
   std::int64_t built_image_max_idle_s = 86400;  // a built image unused this long is removed
+  std::int64_t build_max_size_mib = 2048;       // bytes all RUN steps of one build may add
 };
 
 struct ExecutionConfig {

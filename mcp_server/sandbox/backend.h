@@ -137,6 +137,7 @@ struct BuildRequest {
   std::string runtime;  // every RUN step runs under it (gVisor without its root overlay)
   Limits limits;        // each RUN step's container
   std::chrono::seconds timeout{300};  // the whole build
+  std::int64_t max_size_mib = 2048;   // bytes all RUN steps together may add to the image
 };
 
 class Backend {

@@ -267,6 +267,10 @@ std::string expandVariables(std::string_view text, const std::vector<std::string
   };
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
+    if (out.size() > kMaxExpandedBytes) {
+      throw SandboxError("dockerfile: a value expands to more than " +
+                         std::to_string(kMaxExpandedBytes) + " bytes");
+    }
     if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '$') {
       out.push_back('$');
       ++i;
@@ -286,6 +290,10 @@ std::string expandVariables(std::string_view text, const std::vector<std::string
     } else {
       out.push_back(text[i]);
     }
+  }
+  if (out.size() > kMaxExpandedBytes) {
+    throw SandboxError("dockerfile: a value expands to more than " +
+                       std::to_string(kMaxExpandedBytes) + " bytes");
   }
   return out;
 }

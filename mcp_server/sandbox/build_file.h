@@ -40,8 +40,13 @@ inline constexpr std::string_view kReservedLabelPrefix = "sandbox-mcp.";
 // Throws SandboxError naming the line and saying what to write instead.
 [[nodiscard]] BuildPlan parseBuildFile(std::string_view text, std::size_t max_steps);
 
+// Largest value ENV, LABEL, WORKDIR or USER may expand to, and largest image config (all ENV and
+// LABEL entries together): "ENV A=$A$A$A..." repeated would otherwise grow without bound.
+inline constexpr std::size_t kMaxExpandedBytes = 64 * 1024;
+inline constexpr std::size_t kMaxImageConfigBytes = 256 * 1024;
+
 // Expands $NAME and ${NAME} from `env` ("NAME=value" entries; unknown names expand to nothing);
-// "\$" is a literal '$'. Pure.
+// "\$" is a literal '$'. Throws SandboxError past kMaxExpandedBytes. Pure.
 [[nodiscard]] std::string expandVariables(std::string_view text,
                                           const std::vector<std::string>& env);
 

@@ -222,6 +222,7 @@ std::string SessionManager::buildImage(const std::string& dockerfile) {
   request.runtime = config_.sandbox.build_runtime;
   request.limits = baseLimits();
   request.timeout = std::chrono::seconds(config_.sandbox.build_timeout_s);
+  request.max_size_mib = config_.sandbox.build_max_size_mib;
   return backend_.buildImage(request);
 }
 

@@ -47,9 +47,16 @@ inline std::set<std::string> builtImages(EngineClient& engine) {
   return listIds(engine, "images", std::string(sandbox::kLabelBuilt) + "=1");
 }
 
-// Build-step containers of any server (the tests run one at a time).
+// Build containers of any server (the tests run one at a time).
 inline std::set<std::string> buildContainers(EngineClient& engine) {
-  return listIds(engine, "containers", std::string(sandbox::docker::kLabelBuildStep) + "=1");
+  const json filters = {{"name", {std::string(sandbox::docker::kBuildContainerPrefix)}}};
+  std::set<std::string> ids;
+  for (const auto& item :
+       engine.request(Method::kGet, "/containers/json?all=1&filters=" + urlEncode(filters.dump()))
+           .json()) {
+    ids.insert(item.at("Id").get<std::string>());
+  }
+  return ids;
 }
 
 // A TCP listener on 127.0.0.1 that counts connections: proves an attack never reached the host.
@@ -109,9 +116,16 @@ class ServerFixture : public ::testing::Test {
     cfg.pool.size = 0;  // no warm containers: each test counts what it creates
     tools::registerBuiltinTools(registry, cfg);
   }
-  ~ServerFixture() override {
+  ~ServerFixture() override { stop(); }
+
+  // Ends every session (their containers go); idempotent. Derived fixtures call it before
+  // removing images those sessions used.
+  void stop() {
     if (endpoint) endpoint->close();
+    endpoint.reset();
+    mcp.reset();
     if (sessions) sessions->shutdown();
+    sessions.reset();
   }
 
   // Starts the server part with the current cfg (call after editing cfg).

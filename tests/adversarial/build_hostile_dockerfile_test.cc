@@ -22,6 +22,8 @@ class HostileDockerfile : public ServerFixture {
  protected:
   HostileDockerfile() : images_before(builtImages(backend->engine())) {}
   ~HostileDockerfile() override {
+    stop();  // sessions first: they hold built images
+    removeNewImages();
     // Whatever the attack, no build container survives its call.
     EXPECT_TRUE(buildContainers(backend->engine()).empty()) << "a build container leaked";
   }
@@ -126,13 +128,13 @@ TEST_F(HostileDockerfile, RunStepsSeeGvisorNotTheHost) {
   // Docker's default set (a80425fb) includes NET_RAW, MKNOD, SYS_CHROOT...; ours is 0xfb.
   EXPECT_EQ(facts.find("a80425fb"), std::string::npos) << facts;
   EXPECT_NE(facts.find("00000000000000fb"), std::string::npos) << facts;
-  removeNewImages();
 }
 
 TEST_F(HostileDockerfile, RunawayStepsAreBoundedByLimitsAndDeadline) {
   enableBuilds();
   cfg.sandbox.build_timeout_s = 8;
   cfg.sandbox.memory_mib = 256;
+  cfg.sandbox.build_max_size_mib = 16;
   const auto started = std::chrono::steady_clock::now();
   struct Row {
     const char* name;
@@ -140,7 +142,8 @@ TEST_F(HostileDockerfile, RunawayStepsAreBoundedByLimitsAndDeadline) {
   };
   for (const auto& row : {Row{"sleep", "RUN sleep 1000"},
                           Row{"memory hog", "RUN python3 -c 'b = bytearray(2 << 30)'"},
-                          Row{"fork bomb", "RUN f() { f | f & }; f; sleep 1000"}}) {
+                          Row{"fork bomb", "RUN f() { f | f & }; f; sleep 1000"},
+                          Row{"disk filler", "RUN head -c 64000000 /dev/zero > /fill"}}) {
     const auto one = std::chrono::steady_clock::now();
     const auto result = call("run_shell", {{"command", "echo escaped"},
                                            {"dockerfile", std::string(kBase) + row.run + "\n"}});
@@ -149,7 +152,8 @@ TEST_F(HostileDockerfile, RunawayStepsAreBoundedByLimitsAndDeadline) {
     EXPECT_LT(std::chrono::steady_clock::now() - one, 60s) << row.name;
     const auto message = text(result);
     EXPECT_TRUE(message.find("ran out of time") != std::string::npos ||
-                message.find("failed with exit code") != std::string::npos)
+                message.find("failed with exit code") != std::string::npos ||
+                message.find("sandbox.build_max_size_mib") != std::string::npos)
         << row.name << ": " << message;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - started, 150s);

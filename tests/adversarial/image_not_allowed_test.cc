@@ -3,6 +3,7 @@
 // sandbox.allowed_images (exact or repo:*), an optional label, and images built from those.
 // Naming an image by id or alias never widens the list.
 #include "build_fixture.h"
+#include "sandbox/docker/docker_sandbox.h"
 
 namespace build_attacks {
 namespace {
@@ -10,6 +11,7 @@ namespace {
 class ImageNotAllowed : public ServerFixture {
  protected:
   ~ImageNotAllowed() override {
+    stop();
     for (const auto& tag : tags_) {
       try {
         backend->engine().request(Method::kDelete, "/images/" + tag);
@@ -17,10 +19,22 @@ class ImageNotAllowed : public ServerFixture {
       }
     }
   }
-  // Tags the sandbox image under another name (removed after the test).
-  std::string alias(const std::string& repo, const std::string& tag) {
-    backend->engine().request(Method::kPost, "/images/sandbox-mcp/python:latest/tag?repo=" +
-                                                 urlEncode(repo) + "&tag=" + tag);
+  // A different image (own id, same layers as the sandbox image) named repo:tag, removed after
+  // the test. (Merely re-tagging the sandbox image would be the allowed image itself.)
+  std::string otherImage(const std::string& repo, const std::string& tag) {
+    auto& engine = backend->engine();
+    const auto container = engine
+                               .request(Method::kPost, "/containers/create",
+                                        json{{"Image", "sandbox-mcp/python:latest"},
+                                             {"Cmd", {"true"}},
+                                             {"Labels", backend->containerLabels()}})
+                               .json()
+                               .at("Id")
+                               .get<std::string>();
+    engine.request(Method::kPost,
+                   "/commit?container=" + container + "&repo=" + urlEncode(repo) + "&tag=" + tag,
+                   json{{"Env", {"SECRET_OF_ANOTHER_IMAGE=hunter2"}}});
+    sandbox::docker::forceRemoveContainer(engine, container);
     tags_.push_back(repo + ":" + tag);
     return tags_.back();
   }
@@ -47,15 +61,20 @@ TEST_F(ImageNotAllowed, OtherImagesOnTheEngineAreRefused) {
   EXPECT_EQ(sandboxContainers(), before) << "a container was created for a refused image";
 }
 
-TEST_F(ImageNotAllowed, AnAliasIsRefusedUntilTheOperatorListsIt) {
-  const auto tag = alias("h3-alias-" + std::to_string(::getpid()), "v1");
+TEST_F(ImageNotAllowed, AnotherImageIsRefusedUntilTheOperatorListsIt) {
+  const auto tag = otherImage("h3-other-" + std::to_string(::getpid()), "v1");
   const auto refused = call("run_shell", {{"command", "true"}, {"image", tag}});
   EXPECT_TRUE(refused.value("isError", false)) << refused.dump();
 
-  cfg.sandbox.allowed_images = {"h3-alias-" + std::to_string(::getpid()) + ":*"};
-  const auto allowed = call("run_shell", {{"command", "echo ok"}, {"image", tag}});
+  const auto id = backend->inspectImage(tag).value().id;
+  const auto by_id = call("run_shell", {{"command", "true"}, {"image", id}});
+  EXPECT_TRUE(by_id.value("isError", false)) << by_id.dump();
+
+  cfg.sandbox.allowed_images = {"h3-other-" + std::to_string(::getpid()) + ":*"};
+  const auto allowed =
+      call("run_shell", {{"command", "echo $SECRET_OF_ANOTHER_IMAGE"}, {"image", tag}});
   ASSERT_FALSE(allowed.value("isError", false)) << allowed.dump();
-  EXPECT_EQ(allowed["structuredContent"]["stdout"], "ok\n");
+  EXPECT_EQ(allowed["structuredContent"]["stdout"], "hunter2\n");
 }
 
 TEST_F(ImageNotAllowed, TheDefaultImageStillWorks) {

@@ -32,6 +32,7 @@ class VolumeCleanup : public ServerFixture {
     cfg.sandbox.allowed_images = {image};
   }
   ~VolumeCleanup() override {
+    stop();
     try {
       backend->engine().request(Method::kDelete, "/images/" + image);
     } catch (const std::exception&) {

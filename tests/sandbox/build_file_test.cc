@@ -104,4 +104,13 @@ TEST(BuildFile, ExpandsVariablesFromEnv) {
   EXPECT_EQ(sandbox::expandVariables("${unterminated", env), "${unterminated");
 }
 
+TEST(BuildFile, ExpansionIsBounded) {
+  // "ENV A=$A$A$A..." repeated would multiply the value at every step.
+  std::string doubling;
+  for (int i = 0; i < 1000; ++i) doubling += "$A";
+  const std::vector<std::string> env = {"A=" + std::string(1000, 'x')};
+  EXPECT_THROW((void)sandbox::expandVariables(doubling, env), sandbox::SandboxError);
+  EXPECT_EQ(sandbox::expandVariables("$A", env).size(), 1000U);
+}
+
 }  // namespace

@@ -116,22 +116,6 @@ TEST(EngineClient, TimesOutWhenTheEngineDoesNotAnswer) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
 }
 
-TEST(EngineClient, CollectsBuildErrorsFromProgressLines) {
-  std::string content_type;
-  FakeEngine engine(socketPath("build"), [&](const FakeRequest& request) {
-    content_type = request.head;
-    const std::string body =
-        "{\"stream\":\"Step 1/2 : FROM x\\n\"}\r\n{\"stream\":\" ---> abc\\n\"}\n"
-        "{\"errorDetail\":{\"message\":\"boom\"},\"error\":\"boom\"}\n";
-    return FakeReply{FakeEngine::reply(200, "OK", body)};
-  });
-  EngineClient client(optionsFor(socketPath("build")));
-  const auto output = client.build("/build?t=x", std::string(1024, '\0'), 2s);
-  EXPECT_EQ(output.errors, std::vector<std::string>{"boom"});
-  EXPECT_EQ(output.log, "Step 1/2 : FROM x\n ---> abc\n");
-  EXPECT_NE(content_type.find("application/x-tar"), std::string::npos);
-}
-
 std::string muxed(char stream, const std::string& payload) {
   const auto n = static_cast<std::uint32_t>(payload.size());
   return std::string{stream,

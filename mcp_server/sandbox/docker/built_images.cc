@@ -12,7 +12,7 @@ namespace sandbox::docker {
 std::int64_t parseEngineTime(const std::string& text) {
   std::tm tm{};
   const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (end == nullptr || tm.tm_year < 71) return 0;  // "0001-01-01T00:00:00Z": never tagged
+  if (end == nullptr || tm.tm_year < 70) return 0;  // "0001-01-01T00:00:00Z": never tagged
   return static_cast<std::int64_t>(::timegm(&tm));
 }
 

@@ -205,7 +205,7 @@ std::string DockerBackend::buildImage(const BuildRequest& request) {
         "Dockerfile builds need the runtime '" + request.runtime +
         "' (gVisor without its root overlay, so RUN steps can be committed), and the Docker "
         "engine does not have it. The operator fixes this with scripts/setup.sh (it registers "
-        "runsc-build in /etc/docker/daemon.json) and a dockerd restart, or sets "
+        "runsc-build in /etc/docker/daemon.json and reloads dockerd), or sets "
         "sandbox.build_runtime");
   }
   ImageBuilder builder(*engine_, ownership_labels_);

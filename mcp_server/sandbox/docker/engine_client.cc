@@ -186,44 +186,6 @@ EngineResponse EngineClient::request(Method method, std::string_view path,
   }
 }
 
-BuildOutput EngineClient::build(std::string_view path_and_query, std::string tar_context,
-                                std::chrono::milliseconds timeout) {
-  Request request = makeRequest(options_, Method::kPost, path_and_query);
-  request.keep_alive(false);
-  request.set(http::field::content_type, "application/x-tar");
-  request.body() = std::move(tar_context);
-  request.prepare_payload();
-  const std::string line = requestLine(request);
-
-  Connection connection(options_.socket_path, options_.connect_timeout);
-  ResponseParser parser;
-  parser.body_limit(options_.max_reply_bytes);
-  if (const auto ec = connection.exchange(request, parser, timeout)) {
-    throw EngineError(0, ec.message(), line);
-  }
-  auto& reply = parser.get();
-  if (const auto status = static_cast<int>(reply.result_int()); status >= 400) {
-    throw EngineError(status, engineMessageFromBody(reply.body()), line);
-  }
-  // The reply is a sequence of JSON objects, one per line: {"stream": ...} | {"error": ...}.
-  BuildOutput out;
-  std::string_view rest = reply.body();
-  while (!rest.empty()) {
-    const auto end = rest.find('\n');
-    const std::string_view text = rest.substr(0, end);
-    rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
-    const auto item = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!item.is_object()) continue;
-    if (item.contains("stream") && item["stream"].is_string()) {
-      out.log += item["stream"].get<std::string>();
-    }
-    if (item.contains("error") && item["error"].is_string()) {
-      out.errors.push_back(item["error"].get<std::string>());
-    }
-  }
-  return out;
-}
-
 UpgradedConnection EngineClient::upgrade(Method method, std::string_view path,
                                          std::optional<std::chrono::milliseconds> timeout) {
   Request request = makeRequest(options_, method, path);

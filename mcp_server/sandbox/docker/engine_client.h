@@ -38,12 +38,6 @@ struct EngineResponse {
   [[nodiscard]] nlohmann::json json() const;
 };
 
-// Result of POST /build: the engine answers 200 and reports failures inside its progress lines.
-struct BuildOutput {
-  std::string log;                  // concatenated "stream" texts
-  std::vector<std::string> errors;  // "error" texts; empty when the build succeeded
-};
-
 // A connection switched to a raw duplex stream by "101 Switching Protocols" (attach).
 struct UpgradedConnection {
   UniqueFd fd;           // blocking mode, owned by the caller
@@ -64,9 +58,8 @@ class EngineClient {
                          const std::optional<nlohmann::json>& body = std::nullopt,
                          std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
-  // POST /build with a tar context; waits for the whole progress stream.
-  BuildOutput build(std::string_view path_and_query, std::string tar_context,
-                    std::chrono::milliseconds timeout);
+  // There is deliberately no POST /build: dockerd's builder runs RUN steps under runc as root
+  // and fetches ADD URLs from the host. Images are built by image_builder.h.
 
   // Sends `method path` with Connection: Upgrade / Upgrade: tcp on a fresh, unpooled connection
   // and expects 101. Throws EngineError otherwise.

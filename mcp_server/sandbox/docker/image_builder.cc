@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/random_id.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sandbox.h"
 #include "sandbox/docker/stream_demux.h"
@@ -84,6 +85,13 @@ void apply(ImageConfig& config, const BuildStep& step) {
       break;
     case BuildOp::kRun:
       break;
+  }
+  std::size_t bytes = config.user.size() + config.workdir.size();
+  for (const auto& entry : config.env) bytes += entry.size();
+  for (const auto& [key, value] : config.labels) bytes += key.size() + value.size();
+  if (bytes > kMaxImageConfigBytes) {
+    throw SandboxError("dockerfile line " + std::to_string(step.line) + ": ENV and LABEL hold " +
+                       "more than " + std::to_string(kMaxImageConfigBytes) + " bytes together");
   }
 }
 
@@ -205,14 +213,13 @@ class Build {
   }
 
  private:
-  json containerLabels() const {
-    json labels = labels_;
-    labels[std::string(kLabelBuildStep)] = "1";
-    return labels;
-  }
+  // Ownership labels, so a crashed server's build containers are swept as orphans. They end up
+  // on the image too (commit merges them), where a session's own ownership labels override them.
+  json containerLabels() const { return labels_; }
 
   std::string create(const json& body) {
-    return engine_.request(Method::kPost, "/containers/create", body)
+    const std::string name = std::string(kBuildContainerPrefix) + common::randomHex(6);
+    return engine_.request(Method::kPost, "/containers/create?name=" + name, body)
         .json()
         .at("Id")
         .get<std::string>();
@@ -245,10 +252,25 @@ class Build {
           ". It ran under gVisor with no network; nothing is downloaded during builds. Output: " +
           logTail(engine_, container.id()));
     }
+    checkSize(container.id(), step.line);
     return engine_.request(Method::kPost, "/commit?container=" + container.id(), json::object())
         .json()
         .at("Id")
         .get<std::string>();
+  }
+
+  // The step's writes stay on the engine's disk as a layer: the build's total is capped. (While a
+  // step runs, only the deadline bounds its writes.)
+  void checkSize(const std::string& id, int line) {
+    added_bytes_ += engine_.request(Method::kGet, "/containers/" + id + "/json?size=1")
+                        .json()
+                        .value("SizeRw", std::int64_t{0});
+    if (added_bytes_ > request_.max_size_mib * kMiB) {
+      throw SandboxError("the RUN step at dockerfile line " + std::to_string(line) +
+                         " brought the build to " + std::to_string(added_bytes_ / kMiB) +
+                         " MiB; builds may add at most " + std::to_string(request_.max_size_mib) +
+                         " MiB (sandbox.build_max_size_mib)");
+    }
   }
 
   std::int64_t waitForExit(const std::string& id, int line) {
@@ -272,6 +294,7 @@ class Build {
   const BuildRequest& request_;
   const Clock::time_point deadline_;
   std::vector<std::string> committed_;
+  std::int64_t added_bytes_ = 0;
 };
 
 std::string describePlan(const BuildRequest& request) {

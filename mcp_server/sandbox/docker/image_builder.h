@@ -20,7 +20,9 @@
 namespace sandbox::docker {
 
 inline constexpr std::string_view kBuildRepository = "sandbox-mcp-build";
-inline constexpr std::string_view kLabelBuildStep = "sandbox-mcp.build-step";  // on containers
+// Build containers are named kBuildContainerPrefix + random hex. (A name, not a label: commit
+// copies a container's labels into the image, and from there onto every session's container.)
+inline constexpr std::string_view kBuildContainerPrefix = "sandbox-mcp-build-";
 
 // Capabilities a RUN step keeps, inside gVisor's own kernel (never on the host): what package
 // installs and file set-up need as root (chown, overriding file modes, setuid to a package's
