@@ -2,6 +2,7 @@
 // against a rule's lists. A batch is allowed only when every element is.
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +24,36 @@ std::string joined(const std::vector<std::string>& list) {
   return text;
 }
 
+char asciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool equalsIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return asciiLower(x) == asciiLower(y);
+         });
+}
+
+// A key of `object` that some JSON decoders (Go's encoding/json) take for one of `names`, since
+// they match keys ignoring case, while it is not spelled exactly so: {"Method": ...} is a request
+// to such an upstream but a response to this check. Empty when there is none.
+std::string caseVariantKey(const json& object, std::initializer_list<std::string_view> names) {
+  for (const auto& [key, value] : object.items()) {
+    for (const std::string_view name : names) {
+      if (key != name && equalsIgnoringCase(key, name)) return key;
+    }
+  }
+  return {};
+}
+
 // Empty string when the message is allowed; otherwise why not.
 std::string checkMessage(const Rule& rule, const json& message) {
   if (!message.is_object()) return "not a JSON-RPC message object";
+  if (const auto variant =
+          caseVariantKey(message, {"jsonrpc", "id", "method", "params", "result", "error"});
+      !variant.empty()) {
+    return "JSON-RPC key '" + variant +
+           "' differs from a member name only in case; upstreams that match keys ignoring case "
+           "would read it as that member";
+  }
   const auto method = message.find("method");
   if (method == message.end()) {
     // A response to a server-initiated request (sampling, elicitation) invokes nothing.
@@ -46,6 +74,9 @@ std::string checkMessage(const Rule& rule, const json& message) {
   if (params == message.end() || !params->is_object() || !params->contains("name") ||
       !(*params)["name"].is_string()) {
     return "tools/call without a string params.name";
+  }
+  if (const auto variant = caseVariantKey(*params, {"name", "arguments"}); !variant.empty()) {
+    return "tools/call params key '" + variant + "' differs from 'name'/'arguments' only in case";
   }
   const std::string& tool = (*params)["name"].get_ref<const std::string&>();
   if (!contains(rule.tools, tool)) {

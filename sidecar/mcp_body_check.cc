@@ -57,6 +57,13 @@ McpBodyCheck refuseUnreadable(std::string reason, const std::string& rule_id,
   return refuse(std::move(reason), rule_id, rpcError(nullptr, kJsonRpcParseError, answer), 400);
 }
 
+std::string asciiLowered(std::string text) {
+  for (char& c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return text;
+}
+
 // Parses the body, noting the first key that appears twice in one object. The text is at most
 // kMaxJsonDepth deep (checked before), so the stack of key sets is small.
 struct StrictParse {
@@ -77,8 +84,10 @@ StrictParse parseStrict(std::string_view body) {
         if (!open_objects.empty()) open_objects.pop_back();
         break;
       case json::parse_event_t::key:
+        // Keys are compared ignoring ASCII case: decoders that match keys that way (Go's
+        // encoding/json) would read "Name" and "name" as one member, and take the last.
         if (!open_objects.empty() && parsed.is_string() &&
-            !open_objects.back().insert(parsed.get<std::string>()).second &&
+            !open_objects.back().insert(asciiLowered(parsed.get<std::string>())).second &&
             out.duplicate_key.empty()) {
           out.duplicate_key = parsed.get<std::string>();
         }
@@ -141,8 +150,8 @@ McpBodyCheck checkMcpBody(const policy::Rule& rule, std::string_view body,
   }
   if (!parsed.duplicate_key.empty()) {
     const std::string reason = "request body repeats the key \"" + parsed.duplicate_key +
-                               "\" in one object; upstreams may read the other value than the "
-                               "policy check did";
+                               "\" in one object (keys compare ignoring case); upstreams may read "
+                               "the other value than the policy check did";
     return refuse(reason, rule.id,
                   rpcError(idOf(message), kJsonRpcInvalidRequest,
                            "Invalid Request: " + reason + "; send each key once"),

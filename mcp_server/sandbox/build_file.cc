@@ -4,6 +4,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
 #include "sandbox/backend.h"
 
 namespace sandbox {
@@ -225,6 +226,9 @@ BuildPlan parseBuildFile(std::string_view text, std::size_t max_steps) {
   }
   if (text.find('\0') != std::string_view::npos) {
     throw SandboxError("dockerfile must not contain NUL bytes");
+  }
+  if (!common::isValidUtf8(text)) {  // values go into JSON engine requests, which need UTF-8
+    throw SandboxError("dockerfile is not valid UTF-8; send it as UTF-8 text");
   }
   BuildPlan plan;
   const auto lines = logicalLines(text);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -79,7 +81,13 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
   {
     std::ofstream out(spec_.policy_file);
     out << policy::toJson(*policy_).dump(2) << '\n';
-    if (!out) throw sandbox::SandboxError("cannot write " + spec_.policy_file);
+    out.close();  // a full disk shows up only when the buffer is written out
+    if (!out) {
+      throw sandbox::SandboxError("cannot write " + spec_.policy_file + ": " +
+                                  std::strerror(errno) +
+                                  "; the MCP sidecar needs space there: free some under "
+                                  "mcp.runtime_dir, or point it elsewhere");
+    }
   }
 }
 

@@ -32,6 +32,17 @@ bool BodyBudget::tryReserve(std::size_t bytes, Reservation& out) {
   return true;
 }
 
+bool BodyBudget::tryGrow(Reservation& reservation, std::size_t total) {
+  if (total <= reservation.bytes_) return true;
+  const std::size_t more = total - reservation.bytes_;
+  std::lock_guard lock(mutex_);
+  if (more > max_bytes_ || in_use_ > max_bytes_ - more) return false;
+  in_use_ += more;
+  if (!reservation.owner_) reservation.owner_ = shared_from_this();
+  reservation.bytes_ = total;
+  return true;
+}
+
 std::size_t BodyBudget::inUse() const {
   std::lock_guard lock(mutex_);
   return in_use_;

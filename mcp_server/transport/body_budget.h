@@ -1,8 +1,7 @@
 // A bound on request-body bytes held by all HTTP connections at once. http.max_body_bytes bounds
 // one request; without this, 256 connections could each hold 48 MiB (12 GiB) and any local
-// process could push the server out of memory. A request reserves its declared Content-Length
-// (or the per-request maximum when chunked) before its body is read; past the budget it gets a
-// 503 at once. Thread-safe.
+// process could push the server out of memory. A request pays for its body as the bytes
+// arrive (never for a declared Content-Length alone); past the budget it gets a 503. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +38,9 @@ class BodyBudget : public std::enable_shared_from_this<BodyBudget> {
   // `bytes` of the budget, or an empty reservation (bytes() == 0) when they would pass it. A
   // request of 0 bytes always succeeds. Create through std::make_shared.
   [[nodiscard]] bool tryReserve(std::size_t bytes, Reservation& out);
+  // Grows `reservation` (possibly empty) to `total` bytes; false, leaving it as it was, when the
+  // growth would pass the budget. Never shrinks it.
+  [[nodiscard]] bool tryGrow(Reservation& reservation, std::size_t total);
 
   [[nodiscard]] std::size_t maxBytes() const noexcept { return max_bytes_; }
   [[nodiscard]] std::size_t inUse() const;

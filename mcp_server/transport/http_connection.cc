@@ -174,7 +174,6 @@ void HttpConnection::onReadHeader(beast::error_code ec, std::size_t /*bytes*/) {
                  !parser_->is_done());
     return;
   }
-  if (!reserveBody()) return;
   if (!parser_->is_done() &&
       iequals(std::string_view(header[http::field::expect]), "100-continue")) {
     enqueue(WriteItem{WriteItem::Kind::kContinue, nullptr, nullptr, {}, false, false});
@@ -184,26 +183,43 @@ void HttpConnection::onReadHeader(beast::error_code ec, std::size_t /*bytes*/) {
 }
 
 void HttpConnection::doReadBody() {
+  if (!reserveBody()) return;
   if (parser_->is_done()) {
     handleRequest();
     return;
   }
-  stream_.expires_after(context_->options.read_timeout);
-  http::async_read(stream_, buffer_, *parser_,
-                   beast::bind_front_handler(&HttpConnection::onReadBody, shared_from_this()));
+  stream_.expires_after(context_->options.read_timeout);  // for the whole body, not per piece
+  readMoreBody();
+}
+
+// The body is read piece by piece so that each piece is paid for from the shared budget before
+// the next is read: memory held for bodies is bounded by what clients really sent.
+void HttpConnection::readMoreBody() {
+  http::async_read_some(stream_, buffer_, *parser_,
+                        beast::bind_front_handler(&HttpConnection::onReadBody, shared_from_this()));
 }
 
 void HttpConnection::onReadBody(beast::error_code ec, std::size_t bytes) {
   if (ec == http::error::body_limit) {
+    stream_.expires_never();
     onReadHeader(ec, bytes);  // same 413 answer
     return;
   }
-  stream_.expires_never();
   if (ec) {
+    stream_.expires_never();
     log().debug("http {}: reading request body failed: {}", remote_, ec.message());
     closeSocket();
     return;
   }
+  if (!reserveBody()) {
+    stream_.expires_never();
+    return;
+  }
+  if (!parser_->is_done()) {
+    readMoreBody();
+    return;
+  }
+  stream_.expires_never();
   handleRequest();
 }
 
@@ -247,14 +263,12 @@ void HttpConnection::handlePost() {
   }
 }
 
-// Reserves the body's declared size (the per-request maximum when chunked) from the budget all
-// connections share, before a byte of it is read; answers 503 when it is spent.
+// Pays for the body bytes read so far (plus what waits in the read buffer) from the budget all
+// connections share; answers 503 when it is spent. Paying for bytes received, not for a declared
+// Content-Length, means a client cannot hold the budget with headers alone.
 bool HttpConnection::reserveBody() {
-  if (parser_->is_done()) return true;  // no body still to come
-  const auto declared = parser_->content_length();
-  const std::size_t bytes =
-      declared ? static_cast<std::size_t>(*declared) : context_->options.max_body_bytes;
-  if (context_->body_budget->tryReserve(bytes, body_reservation_)) return true;
+  const std::size_t bytes = parser_->get().body().size() + buffer_.size();
+  if (context_->body_budget->tryGrow(body_reservation_, bytes)) return true;
   log().info("http {}: {}-byte body refused: {} of {} bytes of request bodies already in flight",
              remote_, bytes, context_->body_budget->inUse(), context_->body_budget->maxBytes());
   respondError(http::status::service_unavailable, kServerError,
@@ -285,6 +299,7 @@ HttpConnection::ParsedBody HttpConnection::parseBody(const std::string& body) {
 }
 
 void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_id) {
+  body_reservation_.reset();  // the body text is gone; only its (bounded) tree remains
   if (parsed.error) {
     respondJson(http::status::bad_request, *parsed.error);
     return;

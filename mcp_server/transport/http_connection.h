@@ -104,6 +104,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void readHeader();
   void onReadHeader(boost::beast::error_code ec, std::size_t bytes);
   void doReadBody();
+  void readMoreBody();
   void onReadBody(boost::beast::error_code ec, std::size_t bytes);
 
   // Routing (strand), and the jobs it hands to the worker pools (worker threads).

@@ -2,15 +2,15 @@
 // disk full. After each the server still answers, a session never silently loses its state
 // (it says state_lost or fails with a clear error), new sessions work, and nothing leaks.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
-  assertNoLeaks, connectHttp, connectStdio, containersOfSession, sandboxContainerId, snapshot,
-  startHttpServer, stopServer, waitFor,
+  assertNoLeaks, connectHttp, connectStdio, containersOfSession, sandboxContainerId, SERVER_BIN,
+  snapshot, startHttpServer, stopServer, waitFor,
 } from './attack_lib.mjs';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -80,17 +80,20 @@ test('dockerd restarted under a live session: no silent state loss, new sessions
     await assertNoLeaks(before);
   });
 
-// A tmpfs of 256 KiB as mcp.runtime_dir, then filled to the last byte.
-function smallFullTmpfs() {
+// A tmpfs of 256 KiB as mcp.runtime_dir; fill() takes its last byte, free() gives it back.
+function smallTmpfs() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-full-'));
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k,mode=0700', 'tmpfs', dir]);
   const filler = path.join(dir, 'filler');
-  try {
-    execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4k'], { stdio: 'ignore' });
-  } catch { /* ENOSPC ends dd: that is the point */ }
   return {
     dir,
+    fill: () => {
+      try {
+        execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4k'], { stdio: 'ignore' });
+      } catch { /* ENOSPC ends dd: that is the point */ }
+    },
     free: () => fs.rmSync(filler, { force: true }),
+    entries: () => fs.readdirSync(dir).filter((name) => name !== 'filler'),
     remove: () => {
       try { execFileSync('umount', [dir]); } catch { /* not mounted */ }
       fs.rmSync(dir, { recursive: true, force: true });
@@ -101,17 +104,27 @@ function smallFullTmpfs() {
 test('the run-time directory\'s disk is full: a clear error, the server keeps serving, no leaks',
   { timeout: 300000 }, async () => {
     const before = await snapshot();
-    const disk = smallFullTmpfs();
+    const disk = smallTmpfs();
     const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-adv-'));
     const configFile = path.join(configDir, 'config.json');
     fs.writeFileSync(configFile, JSON.stringify({
       pool: { size: 0 },
       mcp: { runtime_dir: disk.dir, allowlist: ['http://127.0.0.1:9/mcp'], sidecar: { mode: 'process' } },
     }));
+    // Full before the start: the server refuses to start, says where, and leaves nothing.
+    disk.fill();
+    const refused = spawnSync(SERVER_BIN, ['--stdio', '--config', configFile], {
+      input: '', encoding: 'utf8', timeout: 30000,
+    });
+    assert.notEqual(refused.status, 0, refused.stderr);
+    assert.match(refused.stderr, new RegExp(disk.dir), refused.stderr);
+    assert.deepEqual(disk.entries(), [], 'a server that failed to start left files behind');
+    disk.free();
     let conn;
     try {
       conn = await connectStdio(['--config', configFile]);
       const { client } = conn;
+      disk.fill();  // full while the server runs
       const full = await call(client, 'run_code', {
         code: 'print(1)', mcp_allowlist: ['http://127.0.0.1:9/mcp'],
       });
@@ -133,15 +146,14 @@ test('the run-time directory\'s disk is full: a clear error, the server keeps se
       await call(client, 'cleanup_session', { session_id: sid });
       await call(client, 'cleanup_session', { session_id: plain.structuredContent.session_id });
       await waitFor(async () => (await containersOfSession(sid)).length === 0, 20000, 'session removal');
+      await conn.client.close();
+      conn = null;
+      // Every session directory went with its session; the server's own directory at exit.
+      await waitFor(async () => disk.entries().length === 0, 20000,
+        'the server\'s run-time directory to go');
     } finally {
       await conn?.client.close();
-      // Every session directory went with its session; the server's own directory at exit.
-      await waitFor(async () => fs.readdirSync(disk.dir).length === 0, 20000,
-        `an empty runtime dir (left: ${fs.readdirSync(disk.dir).join(', ')})`).catch((e) => {
-        disk.remove();
-        fs.rmSync(configDir, { recursive: true, force: true });
-        throw e;
-      });
+      disk.free();
       disk.remove();
       fs.rmSync(configDir, { recursive: true, force: true });
     }

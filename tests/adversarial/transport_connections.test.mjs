@@ -195,14 +195,16 @@ test('2000 idle connections against a 256-fd server: no spin, no log flood, then
   }
 });
 
-// Sends a header announcing a large body and a first slice of it, then holds the connection.
-function startLargeBody(port, bytes) {
+// Sends a header announcing a `declared`-byte body and the first `sent` bytes of it, then holds
+// the connection open.
+function startLargeBody(port, declared, sent) {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port }, () => {
+      const head = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"';
       socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
-        `Accept: application/json, text/event-stream\r\nContent-Length: ${bytes}\r\n\r\n` +
-        '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"');
-      setTimeout(() => resolve(socket), 200);
+        `Accept: application/json, text/event-stream\r\nContent-Length: ${declared}\r\n\r\n` + head);
+      if (sent > head.length) socket.write('x'.repeat(sent - head.length));
+      setTimeout(() => resolve(socket), 500);
     });
     socket.response = '';
     socket.on('data', (chunk) => { socket.response += chunk.toString(); });
@@ -217,22 +219,25 @@ test('large bodies held open at once are bounded in total: past the budget a 503
   }));
   const held = [];
   try {
-    // Two 4 MiB bodies fill the 8 MiB budget; each connection has only sent a few bytes of it.
-    held.push(await startLargeBody(server.port, 4 * MiB - 1024));
-    held.push(await startLargeBody(server.port, 4 * MiB - 1024));
-    const refused = await startLargeBody(server.port, 4 * MiB - 1024);
+    // Headers alone hold nothing: 20 connections announcing 4 MiB each but sending no body.
+    for (let i = 0; i < 20; ++i) held.push(await startLargeBody(server.port, 4 * MiB, 0));
+    // Two bodies of which 3.5 MiB really arrived use 7 MiB of the 8 MiB budget.
+    held.push(await startLargeBody(server.port, 4 * MiB, 3.5 * MiB));
+    held.push(await startLargeBody(server.port, 4 * MiB, 3.5 * MiB));
+    assert.ok(held.every((s) => s.response === ''), 'nothing was refused within the budget');
+    // A third that sends 2 MiB passes the budget: 503 naming the setting.
+    const refused = await startLargeBody(server.port, 4 * MiB, 2 * MiB);
     const deadline = Date.now() + 5000;
     while (!refused.response && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.match(refused.response, /^HTTP\/1\.1 503/, refused.response || 'no answer');
     assert.match(refused.response, /max_body_bytes_in_flight/);
     refused.destroy();
-    // Small requests need no budget: a well-behaved client works while the budget is spent.
+    // Small requests fit in what is left: a well-behaved client works meanwhile.
     await assertWellBehavedClientWorks(server.url);
     for (const s of held.splice(0)) s.destroy();
     // Given back when the holders leave: a large body is accepted again.
     await new Promise((r) => setTimeout(r, 300));
-    const again = await startLargeBody(server.port, 4 * MiB - 1024);
-    await new Promise((r) => setTimeout(r, 300));
+    const again = await startLargeBody(server.port, 4 * MiB, 3.5 * MiB);
     assert.equal(again.response, '', `refused after the budget was given back: ${again.response}`);
     again.destroy();
   } finally {

@@ -68,6 +68,14 @@ const std::vector<Row> kRows = {
      R"([{"jsonrpc":"2.0","method":"notifications/message"},
          {"jsonrpc":"2.0","id":2,"method":"tools/list"}])",
      false, "batch element 0: method 'notifications/message'"},
+    // Go's encoding/json matches keys ignoring case: the upstream would run "exec".
+    {"ToolNameCaseVariant",
+     R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","Name":"exec"}})",
+     false, "differs from 'name'/'arguments' only in case"},
+    // No "method", so this looks like a response here; a case-blind upstream sees a request.
+    {"MethodCaseVariantPosingAsResponse",
+     R"({"jsonrpc":"2.0","id":1,"result":{},"Method":"tools/call","Params":{"name":"exec"}})",
+     false, "differs from a member name only in case"},
     {"BatchElementNotObject", R"([{"jsonrpc":"2.0","id":1,"method":"ping"}, 3])", false,
      "batch element 1: not a JSON-RPC message object"},
 };

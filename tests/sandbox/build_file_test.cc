@@ -84,6 +84,7 @@ TEST(BuildFile, RefusesWhatReachesOutsideTheSandbox) {
     EXPECT_NE(message.find(row.expected), std::string::npos) << row.name << ": " << message;
   }
   EXPECT_NE(refusal(std::string("FROM x\nRUN true\0\n", 17)).find("NUL"), std::string::npos);
+  EXPECT_NE(refusal("FROM x\nRUN echo \xff\xfe\n").find("UTF-8"), std::string::npos);
 }
 
 TEST(BuildFile, CapsSizeAndSteps) {

@@ -54,6 +54,8 @@ TEST(McpBodyLimits, DuplicateKeysAreA400NamingTheKey) {
           R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shell","name":"echo"}})",
           R"({"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"echo"}})",
           R"([{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"id":2,"id":3,"jsonrpc":"2.0","method":"tools/list"}])",
+          // Go's encoding/json matches keys ignoring case and keeps the last: "exec" would run.
+          R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","Name":"shell"}})",
       }) {
     const auto check = sidecar::checkMcpBody(rule, body, "");
     ASSERT_FALSE(check.decision.allowed()) << body;
@@ -80,3 +82,12 @@ TEST(McpBodyLimits, PolicyRefusalsStay403) {
 }
 
 }  // namespace
+
+TEST(McpBodyLimits, AMethodSpelledInAnotherCaseIsNotTakenForAResponse) {
+  // No "method" key, so the check would see a response; a case-blind upstream sees tools/call.
+  const std::string body =
+      R"({"jsonrpc":"2.0","id":1,"result":{},"Method":"tools/call","Params":{"name":"shell"}})";
+  const auto check = sidecar::checkMcpBody(restrictedRule(), body, "");
+  EXPECT_FALSE(check.decision.allowed());
+  EXPECT_NE(check.decision.reason.find("only in case"), std::string::npos) << check.decision.reason;
+}

@@ -50,5 +50,22 @@ TEST(BodyBudget, AMovedOrDestroyedReservationGivesItsBytesBackOnce) {
   EXPECT_EQ(budget->inUse(), 0U);
 }
 
+TEST(BodyBudget, AReservationGrowsAsBytesArriveAndStopsAtTheBudget) {
+  auto budget = std::make_shared<BodyBudget>(100);
+  BodyBudget::Reservation body;
+  ASSERT_TRUE(budget->tryGrow(body, 30));
+  ASSERT_TRUE(budget->tryGrow(body, 80));
+  EXPECT_TRUE(budget->tryGrow(body, 50));  // never shrinks
+  EXPECT_EQ(body.bytes(), 80U);
+  BodyBudget::Reservation other;
+  EXPECT_FALSE(budget->tryGrow(other, 21));
+  EXPECT_EQ(other.bytes(), 0U);
+  EXPECT_FALSE(budget->tryGrow(body, 101));
+  EXPECT_EQ(body.bytes(), 80U);  // a refused growth leaves the reservation as it was
+  body.reset();
+  EXPECT_TRUE(budget->tryGrow(other, 100));
+  EXPECT_EQ(budget->inUse(), 100U);
+}
+
 }  // namespace
 }  // namespace transport
