@@ -215,6 +215,13 @@ std::string SessionManager::buildImage(const std::string& dockerfile) {
         "{\"allow_dockerfile\": true} in the config file); builds then run each RUN step under "
         "gVisor with no network");
   }
+  // Builds hold CPU and write to the engine's disk: a few at a time, server-wide, whoever asks.
+  const BuildSlot slot(running_builds_);
+  if (!slot.acquired()) {
+    throw SandboxError("busy: " + std::to_string(kMaxConcurrentBuilds) +
+                       " image builds are running on this server; retry in a minute (an "
+                       "identical dockerfile is built once and cached)");
+  }
   sandbox::BuildRequest request;
   request.plan = sandbox::parseBuildFile(dockerfile,
                                          static_cast<std::size_t>(config_.sandbox.build_max_steps));

@@ -4,6 +4,7 @@
 // lock, so one slow creation never blocks calls to other sessions.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <memory>
@@ -89,6 +90,27 @@ class SessionManager {
   [[nodiscard]] static std::optional<std::string> checkSessionId(const std::string& id);
 
  private:
+  // Image builds running at once, server-wide (each runs gVisor steps and writes image layers).
+  static constexpr int kMaxConcurrentBuilds = 2;
+  // One place among the running builds, held for the scope; acquired() false when none was free.
+  class BuildSlot {
+   public:
+    explicit BuildSlot(std::atomic<int>& running) : running_(running) {
+      acquired_ = running_.fetch_add(1) < kMaxConcurrentBuilds;
+      if (!acquired_) running_.fetch_sub(1);
+    }
+    ~BuildSlot() {
+      if (acquired_) running_.fetch_sub(1);
+    }
+    BuildSlot(const BuildSlot&) = delete;
+    BuildSlot& operator=(const BuildSlot&) = delete;
+    [[nodiscard]] bool acquired() const noexcept { return acquired_; }
+
+   private:
+    std::atomic<int>& running_;
+    bool acquired_ = false;
+  };
+
   using Pending = std::shared_future<std::shared_ptr<Session>>;
 
   [[nodiscard]] static std::string key(const std::string& owner, const std::string& id) {
@@ -122,6 +144,7 @@ class SessionManager {
   std::unordered_map<std::string, Pending> sessions_;
   std::optional<std::string> runtime_;  // resolved once, on first use
   LostSessions lost_;
+  std::atomic<int> running_builds_{0};
   ExecutionSlots slots_;
   ClientQuota client_executions_;
   std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
