@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/utf8.h"
 #include "sandbox/backend.h"
@@ -62,7 +63,7 @@ std::vector<LogicalLine> logicalLines(std::string_view text) {
     continuing = !body.empty() && body.back() == '\\';
     if (continuing) body.remove_suffix(1);
     current.text.append(body);
-    if (!continuing) out.push_back(std::move(current));
+    if (!continuing) out.push_back(std::exchange(current, {}));
     if (end == text.size()) break;
   }
   if (continuing) out.push_back(std::move(current));  // a trailing "\" ends the file

@@ -34,7 +34,7 @@ struct BuildPlan {
   [[nodiscard]] std::size_t runCount() const noexcept;
 };
 
-inline constexpr std::size_t kMaxDockerfileBytes = 64 * 1024;
+inline constexpr std::size_t kMaxDockerfileBytes = std::size_t{64} * 1024;
 inline constexpr std::string_view kReservedLabelPrefix = "sandbox-mcp.";
 
 // Throws SandboxError naming the line and saying what to write instead.
@@ -42,8 +42,8 @@ inline constexpr std::string_view kReservedLabelPrefix = "sandbox-mcp.";
 
 // Largest value ENV, LABEL, WORKDIR or USER may expand to, and largest image config (all ENV and
 // LABEL entries together): "ENV A=$A$A$A..." repeated would otherwise grow without bound.
-inline constexpr std::size_t kMaxExpandedBytes = 64 * 1024;
-inline constexpr std::size_t kMaxImageConfigBytes = 256 * 1024;
+inline constexpr std::size_t kMaxExpandedBytes = std::size_t{64} * 1024;
+inline constexpr std::size_t kMaxImageConfigBytes = std::size_t{256} * 1024;
 
 // Expands $NAME and ${NAME} from `env` ("NAME=value" entries; unknown names expand to nothing);
 // "\$" is a literal '$'. Throws SandboxError past kMaxExpandedBytes. Pure.

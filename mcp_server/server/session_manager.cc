@@ -113,7 +113,7 @@ SessionManager::Acquired SessionManager::acquire(const std::string& owner, const
     if (it != sessions_.end()) {
       Pending pending = it->second;
       lock.unlock();
-      const auto session = pending.get();  // rethrows the creator's error
+      const auto& session = pending.get();  // rethrows the creator's error
       if (!session->sandbox().alive()) {
         // Died since its last use (killed from outside, OOM): replace it, and say so.
         forget(session);

@@ -43,7 +43,7 @@ T field(const nlohmann::json& object, const char* key, T fallback) {
 }
 
 // Room for the agent's "[sandbox] ..." notes after the capped output.
-constexpr std::size_t kNotesBytes = 16 * 1024;
+constexpr std::size_t kNotesBytes = std::size_t{16} * 1024;
 constexpr std::size_t kMaxNameBytes = 4096;  // a file name the server copies into a result
 
 // `text` cut to `cap` bytes (the agent already cut it; this holds even if it did not).

@@ -315,7 +315,7 @@ std::string buildContentHash(const BuildRequest& request) {
 
 std::string ImageBuilder::build(const BuildRequest& request) {
   const std::string hash = buildContentHash(request);
-  const std::string tag = std::string(kBuildRepository) + ":" + hash;
+  std::string tag = std::string(kBuildRepository) + ":" + hash;
   try {
     engine_.request(Method::kGet, "/images/" + tag + "/json");
     // Re-tagging updates the image's LastTagTime: the garbage collector's "last used".
