@@ -72,12 +72,16 @@ test('a session with its own environment is created cold', async () => {
   await call(conn.client, 'cleanup_session', { session_id: sid });
 });
 
+// Output ends a moment before the result: the SDK runs notification handlers a microtask after
+// it reads them but settles a response at once, so a progress notification read in the same
+// chunk as the response would reach a handler that is already gone.
 const STREAMING_CODE = [
   'import sys, time',
   'print("first line", flush=True)',
   'time.sleep(0.8)',
   'print("to stderr", file=sys.stderr, flush=True)',
-  'print("last line")',
+  'print("last line", flush=True)',
+  'time.sleep(0.3)',
 ].join('\n');
 
 async function runWithProgress(client) {
