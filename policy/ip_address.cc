@@ -1,7 +1,12 @@
 // IPv4 and IPv6 literal parsing and formatting: the lenient WHATWG forms a URL host may use
 // (decimal, octal, hex, short) and the strict forms DNS resolution produces.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -257,6 +262,28 @@ namespace policy {
 std::string IpAddress::toString() const {
   if (!v6) return internal::formatIpv4({bytes[0], bytes[1], bytes[2], bytes[3]});
   return internal::formatIpv6(bytes);
+}
+
+std::optional<IpAddress> ipAddressFromSockaddr(const void* sockaddr_ptr) {
+  if (sockaddr_ptr == nullptr) return std::nullopt;
+  sa_family_t family = 0;
+  std::memcpy(&family, static_cast<const char*>(sockaddr_ptr) + offsetof(sockaddr, sa_family),
+              sizeof(family));
+  IpAddress result;
+  if (family == AF_INET) {
+    sockaddr_in v4{};
+    std::memcpy(&v4, sockaddr_ptr, sizeof(v4));
+    std::memcpy(result.bytes.data(), &v4.sin_addr, 4);
+    return result;
+  }
+  if (family == AF_INET6) {
+    sockaddr_in6 v6{};
+    std::memcpy(&v6, sockaddr_ptr, sizeof(v6));
+    result.v6 = true;
+    std::memcpy(result.bytes.data(), &v6.sin6_addr, 16);
+    return result;
+  }
+  return std::nullopt;
 }
 
 std::optional<IpAddress> parseIpAddress(std::string_view text) {

@@ -56,6 +56,9 @@ struct IpAddress {
 // Strict numeric text as inet_ntop writes it: dotted-decimal IPv4 or IPv6 (no brackets, no
 // zone id). Lenient URL-host forms (0x7f.1, 2130706433) are parseUrl's job, not this one's.
 [[nodiscard]] std::optional<IpAddress> parseIpAddress(std::string_view text);
+// The address of an AF_INET / AF_INET6 socket address (getaddrinfo, getifaddrs); nullopt for
+// any other family or null. Takes `const void*` so this header needs no socket headers.
+[[nodiscard]] std::optional<IpAddress> ipAddressFromSockaddr(const void* sockaddr_ptr);
 
 enum class AddressClass {
   kPublic,

@@ -15,24 +15,6 @@ struct AddrInfoDeleter {
   void operator()(addrinfo* info) const noexcept { freeaddrinfo(info); }
 };
 
-std::optional<policy::IpAddress> toIpAddress(const sockaddr* address) {
-  policy::IpAddress result;
-  if (address->sa_family == AF_INET) {
-    sockaddr_in v4{};
-    std::memcpy(&v4, address, sizeof(v4));
-    std::memcpy(result.bytes.data(), &v4.sin_addr, 4);
-    return result;
-  }
-  if (address->sa_family == AF_INET6) {
-    sockaddr_in6 v6{};
-    std::memcpy(&v6, address, sizeof(v6));
-    result.v6 = true;
-    std::memcpy(result.bytes.data(), &v6.sin6_addr, 16);
-    return result;
-  }
-  return std::nullopt;
-}
-
 PinnedAddress lookupFailed(std::string reason) {
   PinnedAddress result;
   result.lookup_failed = true;
@@ -93,7 +75,7 @@ PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url,
   }
   std::vector<policy::IpAddress> addresses;
   for (const addrinfo* it = list.get(); it != nullptr; it = it->ai_next) {
-    auto address = toIpAddress(it->ai_addr);
+    auto address = policy::ipAddressFromSockaddr(it->ai_addr);
     if (address && std::find(addresses.begin(), addresses.end(), *address) == addresses.end()) {
       addresses.push_back(*address);
     }

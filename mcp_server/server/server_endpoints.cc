@@ -13,25 +13,6 @@
 namespace server {
 namespace {
 
-std::optional<policy::IpAddress> toIpAddress(const sockaddr* address) {
-  if (address == nullptr) return std::nullopt;
-  policy::IpAddress result;
-  if (address->sa_family == AF_INET) {
-    sockaddr_in v4{};
-    std::memcpy(&v4, address, sizeof(v4));
-    std::memcpy(result.bytes.data(), &v4.sin_addr, 4);
-    return result;
-  }
-  if (address->sa_family == AF_INET6) {
-    sockaddr_in6 v6{};
-    std::memcpy(&v6, address, sizeof(v6));
-    result.v6 = true;
-    std::memcpy(result.bytes.data(), &v6.sin6_addr, 16);
-    return result;
-  }
-  return std::nullopt;
-}
-
 std::vector<policy::IpAddress> resolve(const std::string& host) {
   std::string literal = host;
   if (literal.size() >= 2 && literal.front() == '[' && literal.back() == ']') {
@@ -46,7 +27,7 @@ std::vector<policy::IpAddress> resolve(const std::string& host) {
   const std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(raw, freeaddrinfo);
   std::vector<policy::IpAddress> out;
   for (const addrinfo* it = list.get(); it != nullptr; it = it->ai_next) {
-    if (auto address = toIpAddress(it->ai_addr)) out.push_back(*address);
+    if (auto address = policy::ipAddressFromSockaddr(it->ai_addr)) out.push_back(*address);
   }
   return out;
 }
@@ -57,7 +38,7 @@ std::vector<policy::IpAddress> interfaceAddresses() {
   const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> list(raw, freeifaddrs);
   std::vector<policy::IpAddress> out;
   for (const ifaddrs* it = list.get(); it != nullptr; it = it->ifa_next) {
-    if (auto address = toIpAddress(it->ifa_addr)) out.push_back(*address);
+    if (auto address = policy::ipAddressFromSockaddr(it->ifa_addr)) out.push_back(*address);
   }
   return out;
 }
