@@ -27,7 +27,12 @@ std::int64_t positiveInteger(const nlohmann::json& request, const char* field,
 ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request) {
   ExecRequest out;
   out.id = id;
-  const std::string kind = request.value("kind", std::string());
+  const auto kind_field = request.find("kind");
+  if (kind_field != request.end() && !kind_field->is_string()) {
+    throw RequestError("exec: \"kind\" must be the string \"python\" or \"shell\"");
+  }
+  const std::string kind =
+      kind_field != request.end() ? kind_field->get<std::string>() : std::string();
   if (kind == "python") {
     out.kind = ExecKind::kPython;
   } else if (kind == "shell") {

@@ -51,6 +51,8 @@ TEST(Unit, ExecRequestErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(errorOf(json{{"kind", "python"}, {"code", "1"}, {"stream", 1}}).find("stream"),
             std::string::npos);
+  // Found by agent_frame_fuzzer: a non-string kind threw nlohmann's type_error, not ours.
+  EXPECT_NE(errorOf(json{{"kind", 3}, {"code", "1"}}).find("\"kind\""), std::string::npos);
 }
 
 TEST(Unit, ExecReplyHasEveryProtocolField) {
