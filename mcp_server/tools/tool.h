@@ -30,6 +30,8 @@ struct ToolSpec {
 struct ToolResult {
   json structured = json::object();  // structuredContent; conforms to output_schema unless error
   std::string text;                  // short rendering for clients that ignore structured content
+  // MCP content blocks sent after the text block (image, resource_link, ...), in order.
+  json extra_content = json::array();
   bool is_error = false;
 
   [[nodiscard]] static ToolResult failure(std::string message) {

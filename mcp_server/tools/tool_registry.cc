@@ -62,8 +62,9 @@ json ToolRegistry::call(const std::string& name, const json& arguments, ToolCont
 }
 
 json toCallResult(const ToolResult& result) {
-  json out{{"content", json::array({{{"type", "text"}, {"text", result.text}}})},
-           {"isError", result.is_error}};
+  json content = json::array({{{"type", "text"}, {"text", result.text}}});
+  for (const auto& block : result.extra_content) content.push_back(block);
+  json out{{"content", std::move(content)}, {"isError", result.is_error}};
   if (!result.is_error) out["structuredContent"] = result.structured;
   return out;
 }

@@ -1,5 +1,6 @@
 #include "sandbox/docker/container_fate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,8 @@ namespace sandbox::docker {
 namespace {
 
 using Clock = std::chrono::system_clock;
+
+constexpr std::chrono::milliseconds kLateOomGrace{1000};
 
 // "seconds.nanoseconds", the precision the events API accepts for since/until.
 std::string unixTimestampNow() {
@@ -62,16 +65,25 @@ std::optional<ContainerFate> waitForContainerFate(EngineClient& engine,
                                                   const std::string& container_id,
                                                   std::int64_t since_unix,
                                                   std::chrono::milliseconds wait) {
-  const auto deadline = std::chrono::steady_clock::now() + wait;
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  std::optional<ContainerFate> killed_without_oom;
   for (;;) {
     try {
-      if (auto fate = readFateOnce(engine, container_id, since_unix)) return fate;
+      auto fate = readFateOnce(engine, container_id, since_unix);
+      if (fate && (fate->oom_killed || fate->exit_code != 137)) return fate;
+      if (fate && !killed_without_oom) {
+        // The runtime's shim reports the cgroup's OOM asynchronously: under gVisor the "oom"
+        // event can follow "die". A SIGKILL with no "oom" yet gets a short grace to tell the two
+        // apart.
+        killed_without_oom = fate;
+        deadline = std::min(deadline, std::chrono::steady_clock::now() + kLateOomGrace);
+      }
     } catch (const std::exception& e) {
       logger().warn("reading the fate of container {} failed: {}", container_id.substr(0, 12),
                     e.what());
-      return std::nullopt;
+      return killed_without_oom;
     }
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (std::chrono::steady_clock::now() >= deadline) return killed_without_oom;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -84,8 +96,13 @@ std::string describeFate(const ContainerFate& fate, std::int64_t memory_mib) {
            "larger limit)";
   }
   if (fate.exit_code == 137) {
-    return "the sandbox was killed (SIGKILL, exit code 137): it was removed, or it hit its "
-           "process limit; its state is lost. Start a new session";
+    // The engine does not always learn of a cgroup OOM kill (see above); memory is the usual
+    // cause, so it is named first.
+    return "the sandbox was killed (SIGKILL, exit code 137): most likely it ran out of its "
+           "memory limit of " +
+           std::to_string(memory_mib) +
+           " MiB; otherwise it hit its process limit or was removed. Its state is lost. Start a "
+           "new session";
   }
   return "the sandbox's agent exited with code " + std::to_string(fate.exit_code) +
          "; its state is lost. Start a new session";
