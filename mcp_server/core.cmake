@@ -4,8 +4,10 @@ add_library(mcp_core STATIC
   server/audit_tally.cc
   server/mcp_gateway.cc
   server/mcp_server.cc
+  server/sandbox_uri.cc
   server/session.cc
   server/session_manager.cc
+  server/session_resources.cc
   server/server_endpoints.cc
   server/warm_pool.cc
   server/volume_policy.cc

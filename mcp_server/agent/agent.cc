@@ -43,8 +43,10 @@ std::int64_t targetField(const nlohmann::json& request) {
 
 }  // namespace
 
-Agent::Agent()
-    : executor_(loop_, reaper_, [this](const nlohmann::json& message) { send(message); }) {
+Agent::Agent(std::filesystem::path saved_output_dir)
+    : executor_(
+          loop_, reaper_, [this](const nlohmann::json& message) { send(message); },
+          std::move(saved_output_dir)) {
   // Off PID 1 (tests, development) adopt orphans like PID 1 does, so they are reaped and killed.
   if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::error_code ec;

@@ -12,6 +12,7 @@
 #include "agent/child_process.h"
 #include "agent/event_loop.h"
 #include "agent/executor.h"
+#include "agent/output_spill.h"
 #include "agent/signal_fd.h"
 #include "common/frame.h"
 
@@ -20,7 +21,8 @@ namespace agent {
 class Agent {
  public:
   // Installs signal handling and starts the Python driver. Throws std::system_error on failure.
-  Agent();
+  // `saved_output_dir`: where output past an exec's cap is saved (see OutputSpill).
+  explicit Agent(std::filesystem::path saved_output_dir = std::string(kSavedOutputDir));
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 

@@ -51,6 +51,9 @@ ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request) {
                                           static_cast<std::int64_t>(kDefaultMaxOutputBytes), true);
   out.max_output_bytes = static_cast<std::size_t>(
       std::min<std::int64_t>(max_output, static_cast<std::int64_t>(kMaxOutputBytesLimit)));
+  const auto save_output = positiveInteger(request, "save_output_bytes", 0, true);
+  out.save_output_bytes =
+      std::min(static_cast<std::uint64_t>(save_output), kMaxSaveOutputBytesLimit);
   const auto stream = request.find("stream");
   if (stream != request.end() && !stream->is_null()) {
     if (!stream->is_boolean()) throw RequestError("exec: \"stream\" must be true or false");
@@ -60,18 +63,27 @@ ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request) {
 }
 
 nlohmann::json toReply(std::int64_t id, const ExecResult& result) {
-  return {{"id", id},
-          {"ok", true},
-          {"status", result.status},
-          {"stdout", result.stdout_text},
-          {"stderr", result.stderr_text},
-          {"exit_code", result.exit_code},
-          {"result", result.result ? nlohmann::json(*result.result) : nlohmann::json(nullptr)},
-          {"truncated", {{"stdout", result.stdout_truncated}, {"stderr", result.stderr_truncated}}},
-          {"stdout_bytes", result.stdout_bytes},
-          {"stderr_bytes", result.stderr_bytes},
-          {"duration_ms", result.duration_ms},
-          {"state_lost", result.state_lost}};
+  nlohmann::json reply = {
+      {"id", id},
+      {"ok", true},
+      {"status", result.status},
+      {"stdout", result.stdout_text},
+      {"stderr", result.stderr_text},
+      {"exit_code", result.exit_code},
+      {"result", result.result ? nlohmann::json(*result.result) : nlohmann::json(nullptr)},
+      {"truncated", {{"stdout", result.stdout_truncated}, {"stderr", result.stderr_truncated}}},
+      {"stdout_bytes", result.stdout_bytes},
+      {"stderr_bytes", result.stderr_bytes},
+      {"duration_ms", result.duration_ms},
+      {"state_lost", result.state_lost}};
+  if (!result.saved_outputs.empty()) {
+    auto& saved = reply["saved_output"];
+    for (const auto& file : result.saved_outputs) {
+      saved[file.stream] = {
+          {"path", file.path}, {"bytes", file.bytes}, {"complete", file.complete}};
+    }
+  }
+  return reply;
 }
 
 std::string formatSeconds(std::chrono::milliseconds duration) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/request_error.h"
 
@@ -20,6 +21,8 @@ inline constexpr std::size_t kMaxOutputBytesLimit = std::size_t{4} * 1024 * 1024
 inline constexpr std::size_t kDefaultMaxOutputBytes = std::size_t{1024} * 1024;
 inline constexpr std::chrono::milliseconds kDefaultTimeout{30'000};
 inline constexpr std::chrono::milliseconds kMaxTimeout{24LL * 3600 * 1000};
+// Output saved past the cap lives on the sandbox's /tmp tmpfs, which counts against its memory.
+inline constexpr std::uint64_t kMaxSaveOutputBytesLimit = std::uint64_t{256} * 1024 * 1024;
 
 struct ExecRequest {
   std::int64_t id = 0;
@@ -27,6 +30,8 @@ struct ExecRequest {
   std::string code;
   std::chrono::milliseconds timeout = kDefaultTimeout;
   std::size_t max_output_bytes = kDefaultMaxOutputBytes;
+  // Per stream: output past max_output_bytes is saved to a file up to this size; 0 = not saved.
+  std::uint64_t save_output_bytes = 0;
   bool stream = false;
 };
 
@@ -45,6 +50,13 @@ struct ExecResult {
   std::uint64_t stderr_bytes = 0;
   double duration_ms = 0;
   bool state_lost = false;
+  struct SavedOutput {
+    std::string stream;  // stdout | stderr
+    std::string path;
+    std::uint64_t bytes = 0;
+    bool complete = false;  // false: the file reached its limit or a write failed
+  };
+  std::vector<SavedOutput> saved_outputs;
 };
 
 [[nodiscard]] nlohmann::json toReply(std::int64_t id, const ExecResult& result);

@@ -29,11 +29,18 @@ std::string describeExit(int wait_status) {
 }  // namespace
 
 struct Executor::Run {
-  explicit Run(ExecRequest r)
+  Run(ExecRequest r, const std::filesystem::path& saved_output_dir)
       : request(std::move(r)),
         out(request.max_output_bytes),
         err(request.max_output_bytes),
-        started(Clock::now()) {}
+        started(Clock::now()) {
+    if (request.save_output_bytes == 0) return;
+    const std::string prefix = "exec-" + std::to_string(request.id) + "-";
+    out.saveOverflowTo(std::make_unique<OutputSpill>(saved_output_dir, prefix + "stdout.txt",
+                                                     request.save_output_bytes));
+    err.saveOverflowTo(std::make_unique<OutputSpill>(saved_output_dir, prefix + "stderr.txt",
+                                                     request.save_output_bytes));
+  }
 
   ExecRequest request;
   OutputCapture out;
@@ -56,8 +63,12 @@ struct Executor::Run {
   }
 };
 
-Executor::Executor(EventLoop& loop, Reaper& reaper, SendFrame send)
-    : loop_(loop), reaper_(reaper), send_(std::move(send)) {}
+Executor::Executor(EventLoop& loop, Reaper& reaper, SendFrame send,
+                   std::filesystem::path saved_output_dir)
+    : loop_(loop),
+      reaper_(reaper),
+      send_(std::move(send)),
+      saved_output_dir_(std::move(saved_output_dir)) {}
 
 Executor::~Executor() { killEverything(); }
 
@@ -92,7 +103,7 @@ void Executor::pump() {
 }
 
 void Executor::beginRun(ExecRequest request) {
-  run_ = std::make_unique<Run>(std::move(request));
+  run_ = std::make_unique<Run>(std::move(request), saved_output_dir_);
   run_->deadline_timer = loop_.addTimer(run_->request.timeout, [this] {
     run_->deadline_timer = 0;
     stop("timeout");
@@ -385,6 +396,7 @@ void Executor::finish(ExecResult result) {
   result.stderr_truncated = run.err.truncated();
   result.stdout_bytes = run.out.totalBytes();
   result.stderr_bytes = run.err.totalBytes();
+  keepSavedOutputs(run, result);
   for (const auto& note : run.notes) {
     if (!result.stderr_text.empty() && result.stderr_text.back() != '\n') {
       result.stderr_text.push_back('\n');
@@ -397,6 +409,27 @@ void Executor::finish(ExecResult result) {
   run_.reset();
   send_(toReply(id, result));
   pump();
+}
+
+void Executor::keepSavedOutputs(Run& run, ExecResult& result) {
+  for (const auto stream : {OutputStream::kStdout, OutputStream::kStderr}) {
+    const OutputSpill* spill = (stream == OutputStream::kStdout ? run.out : run.err).overflow();
+    if (spill == nullptr) continue;
+    if (!spill->error().empty()) {
+      run.notes.push_back("[sandbox] the full " + std::string(streamName(stream)) +
+                          " could not be saved: " + spill->error());
+    }
+    if (spill->bytes() == 0) continue;
+    result.saved_outputs.push_back({std::string(streamName(stream)), spill->path().string(),
+                                    spill->bytes(), spill->complete()});
+    saved_output_files_.push_back(spill->path());
+  }
+  // The files live on the sandbox's tmpfs: only the newest few are kept.
+  while (saved_output_files_.size() > kMaxSavedOutputFiles) {
+    std::error_code ignored;
+    std::filesystem::remove(saved_output_files_.front(), ignored);
+    saved_output_files_.pop_front();
+  }
 }
 
 // ---- process groups -------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -30,12 +31,14 @@ namespace agent {
 inline constexpr std::chrono::milliseconds kPythonInterruptGrace{500};
 // How long a shell command's process group gets between SIGTERM and SIGKILL.
 inline constexpr std::chrono::milliseconds kShellTerminateGrace{200};
+// Files of output saved past the cap that are kept (the oldest are deleted beyond this).
+inline constexpr std::size_t kMaxSavedOutputFiles = 8;
 
 class Executor {
  public:
   using SendFrame = std::function<void(const nlohmann::json&)>;
 
-  Executor(EventLoop& loop, Reaper& reaper, SendFrame send);
+  Executor(EventLoop& loop, Reaper& reaper, SendFrame send, std::filesystem::path saved_output_dir);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -80,6 +83,8 @@ class Executor {
   void stop(const std::string& status);
   void appendOutput(OutputStream stream, std::string_view data);
   void finish(ExecResult result);
+  // Reports the run's saved output files in `result` and deletes the oldest beyond the limit.
+  void keepSavedOutputs(Run& run, ExecResult& result);
 
   EventLoop& loop_;
   Reaper& reaper_;
@@ -95,6 +100,8 @@ class Executor {
   bool state_lost_while_idle_ = false;  // the driver died between cells
   std::vector<std::function<void()>> python_waiters_;
 
+  const std::filesystem::path saved_output_dir_;
+  std::deque<std::filesystem::path> saved_output_files_;  // oldest first
   std::set<pid_t> groups_;  // process groups started here that may still have members
 };
 

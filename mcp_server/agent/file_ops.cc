@@ -117,7 +117,10 @@ std::uint64_t writeFile(const std::filesystem::path& path, std::string_view data
   return data.size();
 }
 
-std::string readFile(const std::filesystem::path& path, std::uint64_t max_bytes) {
+namespace {
+
+// Opens `path` for reading and checks it is a regular file; returns the descriptor and its size.
+common::UniqueFd openRegularFile(const std::filesystem::path& path, std::uint64_t& size) {
   // O_NONBLOCK: opening a FIFO must not hang the agent; it is refused below anyway.
   common::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!fd) throwErrno(errno, path);
@@ -131,26 +134,55 @@ std::string readFile(const std::filesystem::path& path, std::uint64_t max_bytes)
     throw FileOpError("Not a regular file: " + path.string() +
                       " \u2014 devices, sockets and pipes cannot be read; copy the data to a file");
   }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
+// Reads up to `length` bytes at `offset`; fewer when the file ends (or shrank meanwhile).
+std::string readAt(int fd, const std::filesystem::path& path, std::uint64_t offset,
+                   std::size_t length) {
+  std::string out;
+  out.resize(length);
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n =
+        ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throwErrno(errno, path);
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+}  // namespace
+
+std::string readFile(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  std::uint64_t size = 0;
+  const auto fd = openRegularFile(path, size);
   if (size > max_bytes) {
     throw FileOpError("File too large: " + path.string() + " is " + std::to_string(size) +
                       " bytes, above the limit of " + std::to_string(max_bytes) +
                       " bytes \u2014 read a part of it with a command (head -c, split) instead");
   }
-  std::string out;
-  out.resize(static_cast<std::size_t>(size));
-  std::size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throwErrno(errno, path);
-    }
-    if (n == 0) break;  // the file shrank while we read it
-    done += static_cast<std::size_t>(n);
+  return readAt(fd.get(), path, 0, static_cast<std::size_t>(size));
+}
+
+FileRange readFileRange(const std::filesystem::path& path, std::uint64_t offset,
+                        std::uint64_t length) {
+  FileRange range;
+  const auto fd = openRegularFile(path, range.file_size);
+  if (offset > range.file_size) {
+    throw FileOpError("Offset past the end: " + path.string() + " is " +
+                      std::to_string(range.file_size) + " bytes, the range starts at " +
+                      std::to_string(offset) + " \u2014 start at an offset below the size");
   }
-  out.resize(done);
-  return out;
+  const std::uint64_t count = std::min({length, range.file_size - offset, kMaxTransferBytes});
+  range.data = readAt(fd.get(), path, offset, static_cast<std::size_t>(count));
+  return range;
 }
 
 Listing listDirectory(const std::filesystem::path& path) {

@@ -37,6 +37,16 @@ std::uint64_t writeFile(const std::filesystem::path& path, std::string_view data
 // Reads a regular file of at most `max_bytes` bytes.
 [[nodiscard]] std::string readFile(const std::filesystem::path& path, std::uint64_t max_bytes);
 
+struct FileRange {
+  std::string data;             // at most the requested length (less at the end of the file)
+  std::uint64_t file_size = 0;  // the whole file's size when it was opened
+};
+
+// Reads `length` bytes (at most kMaxTransferBytes) at `offset` of a regular file of any size.
+// Throws FileOpError like readFile, and when `offset` is past the end of the file.
+[[nodiscard]] FileRange readFileRange(const std::filesystem::path& path, std::uint64_t offset,
+                                      std::uint64_t length);
+
 struct DirEntry {
   std::string name;
   std::string type;  // file | dir | symlink | other

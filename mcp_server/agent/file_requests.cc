@@ -1,6 +1,7 @@
 #include "agent/file_requests.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "agent/file_ops.h"
@@ -28,6 +29,17 @@ mode_t modeField(const nlohmann::json& request) {
   throw RequestError("write_file: \"mode\" must be an integer (420 for 0644) or an octal string");
 }
 
+// A non-negative integer field of read_file; nullopt when absent or null.
+std::optional<std::uint64_t> optionalCount(const nlohmann::json& request, const char* field) {
+  const auto it = request.find(field);
+  if (it == request.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_unsigned()) return it->get<std::uint64_t>();
+  if (it->is_number_integer() && it->get<std::int64_t>() >= 0) {
+    return static_cast<std::uint64_t>(it->get<std::int64_t>());
+  }
+  throw RequestError(std::string("read_file: \"") + field + "\" must be a non-negative integer");
+}
+
 }  // namespace
 
 nlohmann::json writeFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
@@ -41,16 +53,20 @@ nlohmann::json writeFileRequest(const nlohmann::json& request, const std::filesy
 
 nlohmann::json readFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
   const auto path = files::resolvePath(stringField(request, "read_file", "path"), cwd);
-  std::uint64_t max_bytes = files::kMaxTransferBytes;
-  const auto it = request.find("max_bytes");
-  if (it != request.end() && !it->is_null()) {
-    if (!it->is_number_integer() && !it->is_number_unsigned()) {
-      throw RequestError("read_file: \"max_bytes\" must be an integer");
-    }
-    const auto requested = it->get<std::int64_t>();
-    if (requested < 0) throw RequestError("read_file: \"max_bytes\" must not be negative");
-    max_bytes = std::min(static_cast<std::uint64_t>(requested), files::kMaxTransferBytes);
+  const auto offset = optionalCount(request, "offset");
+  const auto length = optionalCount(request, "length");
+  if (offset || length) {  // a range of a file of any size
+    const auto range =
+        files::readFileRange(path, offset.value_or(0), length.value_or(files::kMaxTransferBytes));
+    return {{"data_b64", common::base64Encode(range.data)},
+            {"size", range.data.size()},
+            {"path", path.string()},
+            {"offset", offset.value_or(0)},
+            {"file_size", range.file_size}};
   }
+  const std::uint64_t max_bytes =
+      std::min(optionalCount(request, "max_bytes").value_or(files::kMaxTransferBytes),
+               files::kMaxTransferBytes);
   const std::string data = files::readFile(path, max_bytes);
   return {{"data_b64", common::base64Encode(data)}, {"size", data.size()}, {"path", path.string()}};
 }

@@ -4,14 +4,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "agent/output_spill.h"
+#include "common/utf8.h"
+
 namespace agent {
 
-// Length of the longest prefix of `bytes` that does not end inside a UTF-8 multi-byte sequence
-// (bytes that are invalid anyway count as complete: they become U+FFFD later).
-[[nodiscard]] std::size_t completeUtf8PrefixLength(std::string_view bytes) noexcept;
+using common::completeUtf8PrefixLength;  // (in common/utf8.h)
 
 class OutputCapture {
  public:
@@ -21,6 +23,13 @@ class OutputCapture {
   // cuts through a multi-byte character, the partial character is dropped too.
   std::string_view append(std::string_view chunk);
 
+  // From the first byte past the cap on, the whole stream (from its start) also goes to `spill`.
+  void saveOverflowTo(std::unique_ptr<OutputSpill> spill) { spill_ = std::move(spill); }
+  // The spill, when the stream outgrew the cap and one was given; else null.
+  [[nodiscard]] const OutputSpill* overflow() const noexcept {
+    return spill_ && spill_->started() ? spill_.get() : nullptr;
+  }
+
   [[nodiscard]] const std::string& data() const noexcept { return data_; }
   [[nodiscard]] std::uint64_t totalBytes() const noexcept { return total_bytes_; }
   [[nodiscard]] bool truncated() const noexcept { return truncated_; }
@@ -28,6 +37,7 @@ class OutputCapture {
  private:
   std::size_t max_bytes_;
   std::string data_;
+  std::unique_ptr<OutputSpill> spill_;
   std::uint64_t total_bytes_ = 0;
   bool truncated_ = false;
 };

@@ -1,6 +1,9 @@
-// UTF-8 validation (rejects overlongs, surrogates and code points above U+10FFFF). Pure.
+// UTF-8 validation (rejects overlongs, surrogates and code points above U+10FFFF) and cutting
+// at character boundaries. Pure.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <string_view>
 
 namespace common {
@@ -35,6 +38,28 @@ namespace common {
     p += extra + 1;
   }
   return true;
+}
+
+// Length of the longest prefix of `bytes` that does not end inside a UTF-8 multi-byte sequence
+// (bytes that are invalid anyway count as complete: they become U+FFFD later).
+[[nodiscard]] inline std::size_t completeUtf8PrefixLength(std::string_view bytes) noexcept {
+  const auto sequenceLength = [](unsigned char lead) -> std::size_t {
+    if (lead < 0x80U) return 1;
+    if ((lead & 0xE0U) == 0xC0U) return 2;
+    if ((lead & 0xF0U) == 0xE0U) return 3;
+    if ((lead & 0xF8U) == 0xF0U) return 4;
+    return 0;  // a continuation or invalid byte
+  };
+  // Only the last three bytes can belong to an unfinished sequence.
+  const std::size_t n = bytes.size();
+  const std::size_t lookback = std::min<std::size_t>(n, 3);
+  for (std::size_t back = 1; back <= lookback; ++back) {
+    const auto c = static_cast<unsigned char>(bytes[n - back]);
+    if ((c & 0xC0U) == 0x80U) continue;  // continuation byte: keep looking for the lead
+    const std::size_t need = sequenceLength(c);
+    return (need > back) ? n - back : n;
+  }
+  return n;
 }
 
 }  // namespace common

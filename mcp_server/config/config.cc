@@ -146,7 +146,12 @@ void readExecution(ObjectReader& parent, ExecutionConfig& out) {
   r.read("max_file_bytes", out.max_file_bytes);
   r.read("max_concurrent", out.max_concurrent);
   r.read("max_concurrent_per_client", out.max_concurrent_per_client);
+  r.read("max_saved_output_bytes", out.max_saved_output_bytes);
   r.rejectUnknown();
+  requireAtLeast(out.max_saved_output_bytes, 0, "execution.max_saved_output_bytes");
+  if (out.max_saved_output_bytes > 256LL * 1024 * 1024) {
+    ObjectReader::fail("execution.max_saved_output_bytes", "must be <= 268435456 (256 MiB)");
+  }
   requireAtLeast(out.max_concurrent, 1, "execution.max_concurrent");
   requireAtLeast(out.max_concurrent_per_client, 1, "execution.max_concurrent_per_client");
   requireAtLeast(out.default_timeout_s, 1, "execution.default_timeout_s");
@@ -155,6 +160,18 @@ void readExecution(ObjectReader& parent, ExecutionConfig& out) {
   requireAtLeast(out.max_file_bytes, 1024, "execution.max_file_bytes");
   if (out.max_file_bytes > 48LL * 1024 * 1024) {
     ObjectReader::fail("execution.max_file_bytes", "must be <= 50331648 (48 MiB)");
+  }
+}
+
+void readResources(ObjectReader& parent, ResourcesConfig& out) {
+  const json* node = parent.child("resources");
+  if (!node) return;
+  ObjectReader r(*node, "resources");
+  r.read("max_read_bytes", out.max_read_bytes);
+  r.rejectUnknown();
+  requireAtLeast(out.max_read_bytes, 1024, "resources.max_read_bytes");
+  if (out.max_read_bytes > 16LL * 1024 * 1024) {
+    ObjectReader::fail("resources.max_read_bytes", "must be <= 16777216 (16 MiB)");
   }
 }
 
@@ -315,6 +332,7 @@ ServerConfig fromJson(const json& document) {
   readDocker(root, config.docker);
   readSandbox(root, config.sandbox);
   readExecution(root, config.execution);
+  readResources(root, config.resources);
   readSessions(root, config.sessions);
   readPool(root, config.pool);
   readVolumes(root, config.volumes);
@@ -391,7 +409,9 @@ json toJson(const ServerConfig& c) {
         {"max_timeout_s", c.execution.max_timeout_s},
         {"max_output_bytes", c.execution.max_output_bytes},
         {"max_file_bytes", c.execution.max_file_bytes},
-        {"max_concurrent", c.execution.max_concurrent}}},
+        {"max_concurrent", c.execution.max_concurrent},
+        {"max_saved_output_bytes", c.execution.max_saved_output_bytes}}},
+      {"resources", {{"max_read_bytes", c.resources.max_read_bytes}}},
       {"sessions",
        {{"max_sessions", c.sessions.max_sessions}, {"idle_timeout_s", c.sessions.idle_timeout_s}}},
       {"pool", {{"size", c.pool.size}}},

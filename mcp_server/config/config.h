@@ -69,6 +69,15 @@ struct ExecutionConfig {
   // Of those, how many one client (one MCP session: an HTTP Mcp-Session-Id or the stdio
   // connection) may run at once, so that one client cannot starve the others.
   std::int64_t max_concurrent_per_client = 16;
+  // Output past max_output_bytes is saved whole (up to this, per stream) to a file in the sandbox
+  // and the result links to it (sandbox://...); 0 drops it. The file lives on the sandbox's /tmp
+  // tmpfs, so it counts against the sandbox's memory; the agent keeps the newest 8 such files.
+  std::int64_t max_saved_output_bytes = 32LL * 1024 * 1024;
+};
+
+struct ResourcesConfig {
+  // Bytes one resources/read returns at most; larger files are read in ranges (?offset=&length=).
+  std::int64_t max_read_bytes = 1024LL * 1024;
 };
 
 struct SessionsConfig {
@@ -153,6 +162,7 @@ struct ServerConfig {
   DockerConfig docker;
   SandboxConfig sandbox;
   ExecutionConfig execution;
+  ResourcesConfig resources;
   SessionsConfig sessions;
   PoolConfig pool;
   VolumesConfig volumes;

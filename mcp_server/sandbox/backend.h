@@ -66,7 +66,18 @@ struct ExecRequest {
   std::string code;
   std::chrono::milliseconds timeout{30000};
   std::size_t max_output_bytes = std::size_t{1024} * 1024;  // per stream
-  bool stream = false;                                      // deliver output events while running
+  // Per stream: output past max_output_bytes is saved to a file in the sandbox, up to this size;
+  // 0: dropped.
+  std::uint64_t save_output_bytes = 0;
+  bool stream = false;  // deliver output events while running
+};
+
+// The whole of a stream that outgrew the cap, kept as a file in the sandbox.
+struct SavedOutput {
+  std::string stream;  // stdout | stderr
+  std::string path;    // absolute, inside the sandbox
+  std::uint64_t bytes = 0;
+  bool complete = false;  // false: the file stopped at its own limit
 };
 
 struct ExecResult {
@@ -81,6 +92,14 @@ struct ExecResult {
   std::uint64_t stderr_bytes = 0;
   double duration_ms = 0;
   bool state_lost = false;  // the Python interpreter was restarted: globals are gone
+  std::vector<SavedOutput> saved_outputs;
+};
+
+// A part of a file: what readFileRange returns.
+struct FileRange {
+  std::string data;
+  std::uint64_t offset = 0;
+  std::uint64_t file_size = 0;  // the whole file's size
 };
 
 // Called from the channel's reader thread for each chunk of streamed output.
@@ -121,6 +140,10 @@ class Sandbox {
   virtual std::size_t writeFile(const std::string& path, std::string_view bytes,
                                 int mode = 0644) = 0;
   virtual std::string readFile(const std::string& path, std::size_t max_bytes) = 0;
+  // At most `length` bytes at `offset` of a file of any size; throws SandboxError (as readFile)
+  // and when `offset` is past the end.
+  virtual FileRange readFileRange(const std::string& path, std::uint64_t offset,
+                                  std::size_t length) = 0;
   virtual FileListing listFiles(const std::string& path) = 0;
 };
 

@@ -45,7 +45,11 @@ std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
                          SessionManager& sessions, const tools::ToolRegistry& tools)
-    : owner_(std::move(owner)), config_(config), sessions_(sessions), tools_(tools) {
+    : owner_(std::move(owner)),
+      config_(config),
+      sessions_(sessions),
+      tools_(tools),
+      resources_(sessions, config) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
@@ -55,6 +59,18 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
   });
   dispatcher_.onRequest("tools/call", [this](const json& params, jsonrpc::CallContext& call) {
     return callTool(params, call);
+  });
+  dispatcher_.onRequest("resources/templates/list", [this](const json&, auto&) {
+    requireInitialized();
+    return resources_.listTemplates();
+  });
+  dispatcher_.onRequest("resources/list", [this](const json&, auto&) {
+    requireInitialized();
+    return resources_.list(owner_);
+  });
+  dispatcher_.onRequest("resources/read", [this](const json& params, auto&) {
+    requireInitialized();
+    return resources_.read(owner_, params);
   });
   dispatcher_.onRequest("logging/setLevel",
                         [this](const json& params, auto&) { return setLogLevel(params); });
@@ -101,7 +117,10 @@ json McpEndpoint::initialize(const json& params) {
                client.value("version", "?"), version);
   return json{
       {"protocolVersion", version},
-      {"capabilities", {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
+      {"capabilities",
+       {{"tools", {{"listChanged", false}}},
+        {"resources", {{"subscribe", false}, {"listChanged", false}}},
+        {"logging", json::object()}}},
       {"serverInfo", {{"name", "sandbox-mcp"}, {"title", "Sandbox MCP"}, {"version", "0.1.0"}}},
       {"instructions", kInstructions}};
 }

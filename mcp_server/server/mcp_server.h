@@ -13,6 +13,7 @@
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
 #include "server/session_manager.h"
+#include "server/session_resources.h"
 #include "tools/tool_registry.h"
 
 namespace server {
@@ -59,6 +60,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
   const config::ServerConfig& config_;
   SessionManager& sessions_;
   const tools::ToolRegistry& tools_;
+  SessionResources resources_;
   jsonrpc::Dispatcher dispatcher_;
 
   mutable std::mutex mutex_;

@@ -45,4 +45,17 @@ void Session::endUse() noexcept {
   users_.fetch_sub(1);
 }
 
+void Session::rememberResource(nlohmann::json resource) {
+  std::lock_guard lock(resources_mutex_);
+  const auto& uri = resource["uri"];
+  std::erase_if(recent_resources_, [&uri](const nlohmann::json& r) { return r["uri"] == uri; });
+  recent_resources_.push_front(std::move(resource));
+  if (recent_resources_.size() > kMaxRecentResources) recent_resources_.pop_back();
+}
+
+std::vector<nlohmann::json> Session::recentResources() const {
+  std::lock_guard lock(resources_mutex_);
+  return {recent_resources_.begin(), recent_resources_.end()};
+}
+
 }  // namespace server

@@ -5,8 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -60,6 +62,12 @@ class Session {
   void endUse() noexcept;
   [[nodiscard]] bool inUse() const noexcept { return users_.load() > 0; }
 
+  // Files the session's calls produced for the client (saved output, figures), as MCP Resource
+  // objects for resources/list; the newest kMaxRecentResources are kept, newest first.
+  void rememberResource(nlohmann::json resource);
+  [[nodiscard]] std::vector<nlohmann::json> recentResources() const;
+  static constexpr std::size_t kMaxRecentResources = 32;
+
  private:
   const std::string id_;
   const std::string owner_;
@@ -72,6 +80,8 @@ class Session {
   std::atomic<std::uint64_t> executions_{0};
   std::atomic<int> users_{0};
   bool warm_start_ = false;  // set once, before the session is shared
+  mutable std::mutex resources_mutex_;
+  std::deque<nlohmann::json> recent_resources_;  // newest first
 };
 
 // Keeps a session marked in use for a scope.

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/random_id.h"
+#include "server/sandbox_uri.h"
 #include "server/session_manager.h"
 #include "tools/output_forwarder.h"
 #include "tools/session_options.h"
@@ -27,7 +28,45 @@ std::string renderText(const json& s) {
             " stdout bytes and " + std::to_string(s["stderr_bytes"].get<std::uint64_t>()) +
             " stderr bytes were produced; only the first of each is shown]";
   }
+  if (const auto saved = s.find("saved_output"); saved != s.end()) {
+    for (const auto& file : *saved) {
+      text += "\n[the whole " + file["stream"].get<std::string>() + " (" +
+              std::to_string(file["bytes"].get<std::uint64_t>()) + " bytes" +
+              (file["complete"].get<bool>() ? "" : ", cut at the saved-output limit") +
+              ") is saved at " + file["path"].get<std::string>() +
+              ": read it with resources/read " + file["uri"].get<std::string>() +
+              " (add ?offset=N&length=N for ranges) or download_file]";
+    }
+  }
   return text;
+}
+
+// Links the saved output files of `result` into the structured result and the content, and
+// remembers them for resources/list.
+void linkSavedOutputs(const sandbox::ExecResult& result, const std::string& execution_id,
+                      server::Session& session, ToolResult& out) {
+  if (result.saved_outputs.empty()) return;
+  json saved = json::array();
+  for (const auto& file : result.saved_outputs) {
+    const std::string uri = server::makeSandboxUri(session.id(), file.path);
+    saved.push_back({{"stream", file.stream},
+                     {"path", file.path},
+                     {"uri", uri},
+                     {"bytes", file.bytes},
+                     {"complete", file.complete}});
+    json resource{
+        {"uri", uri},
+        {"name", execution_id + "-" + file.stream + ".txt"},
+        {"title", "Full " + file.stream + " of " + execution_id},
+        {"description", "The whole " + file.stream + " of " + execution_id + " in session " +
+                            session.id() + "; read it in ranges with ?offset=N&length=N"},
+        {"mimeType", "text/plain"},
+        {"size", file.bytes}};
+    session.rememberResource(resource);
+    resource["type"] = "resource_link";
+    out.extra_content.push_back(std::move(resource));
+  }
+  out.structured["saved_output"] = std::move(saved);
 }
 
 json toStructured(const sandbox::ExecResult& r, const std::string& execution_id,
@@ -92,6 +131,20 @@ json execOutputSchema() {
         {"truncated", {{"type", "boolean"}, {"description", "output exceeded the cap"}}},
         {"stdout_bytes", {{"type", "integer"}}},
         {"stderr_bytes", {{"type", "integer"}}},
+        {"saved_output",
+         {{"type", "array"},
+          {"description",
+           "output past the cap, saved whole in the sandbox; each uri is readable with "
+           "resources/read (in ranges) and also sent as a resource_link content block"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"stream", {{"type", "string"}, {"enum", {"stdout", "stderr"}}}},
+              {"path", {{"type", "string"}}},
+              {"uri", {{"type", "string"}}},
+              {"bytes", {{"type", "integer"}}},
+              {"complete", {{"type", "boolean"}}}}},
+            {"required", {"stream", "path", "uri", "bytes", "complete"}}}}}},
         {"state_lost",
          {{"type", "boolean"},
           {"description",
@@ -133,6 +186,8 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   request.timeout =
       std::chrono::seconds(arguments.value("timeout", ctx.config.execution.default_timeout_s));
   request.max_output_bytes = static_cast<std::size_t>(ctx.config.execution.max_output_bytes);
+  request.save_output_bytes =
+      static_cast<std::uint64_t>(ctx.config.execution.max_saved_output_bytes);
   OutputForwarder forwarder(ctx);
   request.stream = forwarder.enabled();
 
@@ -154,8 +209,9 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
 
   ToolResult out;
   if (acquired.lost_reason) result.state_lost = true;
-  out.structured =
-      toStructured(result, "exec-" + common::randomHex(8), session->id(), acquired.created);
+  const std::string execution_id = "exec-" + common::randomHex(8);
+  out.structured = toStructured(result, execution_id, session->id(), acquired.created);
+  linkSavedOutputs(result, execution_id, *session, out);
   out.text = renderText(out.structured);
   if (!warnings.empty()) {
     out.structured["warnings"] = warnings;

@@ -36,13 +36,19 @@ TempDir::~TempDir() {
 }
 
 AgentClient::AgentClient(const std::filesystem::path& cwd,
-                         const std::map<std::string, std::string>& env) {
+                         const std::map<std::string, std::string>& env,
+                         const std::vector<std::string>& args) {
   int in[2];
   int out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe2 failed");
   }
   const std::string dir = cwd.string();
+  std::vector<std::string> argv_strings{"sandbox-agent"};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
@@ -50,7 +56,7 @@ AgentClient::AgentClient(const std::filesystem::path& cwd,
     ::dup2(out[1], 1);
     if (::chdir(dir.c_str()) != 0) ::_exit(126);
     for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
-    ::execl(SANDBOX_AGENT_BINARY, "sandbox-agent", static_cast<char*>(nullptr));
+    ::execv(SANDBOX_AGENT_BINARY, argv.data());
     ::_exit(127);
   }
   ::close(in[0]);

@@ -42,7 +42,8 @@ class AgentClient {
  public:
   // Starts the agent with `cwd` as working directory and extra environment overrides.
   explicit AgentClient(const std::filesystem::path& cwd,
-                       const std::map<std::string, std::string>& env = {});
+                       const std::map<std::string, std::string>& env = {},
+                       const std::vector<std::string>& args = {});
   ~AgentClient();
   AgentClient(const AgentClient&) = delete;
   AgentClient& operator=(const AgentClient&) = delete;

@@ -186,3 +186,38 @@ TEST(Unit, FileRequestsRejectBadFields) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Unit, ReadFileRangeReadsAnyPartOfAFileOfAnySize) {
+  TempDir dir;
+  { std::ofstream(dir.path() / "f.txt") << "0123456789"; }
+  const auto middle = agent::files::readFileRange(dir.path() / "f.txt", 3, 4);
+  EXPECT_EQ(middle.data, "3456");
+  EXPECT_EQ(middle.file_size, 10U);
+  EXPECT_EQ(agent::files::readFileRange(dir.path() / "f.txt", 8, 100).data, "89");
+  EXPECT_EQ(agent::files::readFileRange(dir.path() / "f.txt", 10, 5).data, "");  // at the end
+  const std::string past =
+      errorOf([&] { (void)agent::files::readFileRange(dir.path() / "f.txt", 11, 1); });
+  EXPECT_NE(past.find("Offset past the end"), std::string::npos) << past;
+  EXPECT_NE(
+      errorOf([&] { (void)agent::files::readFileRange(dir.path(), 0, 1); }).find("Is a directory"),
+      std::string::npos);
+}
+
+TEST(Unit, ReadFileRequestTakesARange) {
+  TempDir dir;
+  { std::ofstream(dir.path() / "f.txt") << "abcdef"; }
+  const json read =
+      agent::readFileRequest(json{{"path", "f.txt"}, {"offset", 2}, {"length", 3}}, dir.path());
+  EXPECT_EQ(read["data_b64"], "Y2Rl");  // "cde"
+  EXPECT_EQ(read["size"], 3);
+  EXPECT_EQ(read["offset"], 2);
+  EXPECT_EQ(read["file_size"], 6);
+  const std::string error = errorOf([&] {
+    (void)agent::readFileRequest(json{{"path", "f.txt"}, {"offset", -1}}, dir.path());
+  });
+  EXPECT_NE(error.find("\"offset\" must be a non-negative integer"), std::string::npos) << error;
+}
+
+}  // namespace

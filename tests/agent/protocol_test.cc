@@ -526,3 +526,84 @@ TEST(Unit, PythonExecLatencyIsSmall) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+json execSaving(AgentClient& agent, std::int64_t id, const std::string& kind,
+                const std::string& code, std::int64_t max_output, std::int64_t save_bytes) {
+  return agent.request({{"id", id},
+                        {"op", "exec"},
+                        {"kind", kind},
+                        {"code", code},
+                        {"timeout_ms", 20'000},
+                        {"max_output_bytes", max_output},
+                        {"save_output_bytes", save_bytes}});
+}
+
+TEST(Unit, OutputPastTheCapIsSavedWholeToAFile) {
+  TempDir dir;
+  const auto outputs = dir.path() / "outputs";
+  AgentClient agent(dir.path(), {}, {"--output-dir", outputs.string()});
+  const json py = execSaving(agent, 500, "python",
+                             "import sys\nfor i in range(100000):\n    print(i)\n"
+                             "sys.stderr.write('short')",
+                             1000, 1 << 24);
+  EXPECT_EQ(py["status"], "success") << py.dump();
+  EXPECT_EQ(py["stdout"].get<std::string>().size(), 1000U);
+  std::string expected;
+  for (int i = 0; i < 100000; ++i) expected += std::to_string(i) + "\n";
+  const auto& saved = py["saved_output"]["stdout"];
+  EXPECT_EQ(saved["path"], (outputs / "exec-500-stdout.txt").string());
+  EXPECT_EQ(saved["bytes"], expected.size());
+  EXPECT_EQ(saved["complete"], true);
+  EXPECT_EQ(slurp(saved["path"].get<std::string>()), expected);
+  EXPECT_FALSE(py["saved_output"].contains("stderr"));  // it fit under the cap
+
+  // Under the cap nothing is saved; without save_output_bytes nothing is saved either.
+  EXPECT_FALSE(execSaving(agent, 501, "shell", "echo hi", 1000, 1 << 24).contains("saved_output"));
+  EXPECT_FALSE(agent.exec("shell", "head -c 5000 /dev/zero", 10'000, 100).contains("saved_output"));
+}
+
+TEST(Unit, SavedOutputStopsAtItsLimitAndOnlyTheNewestFilesAreKept) {
+  TempDir dir;
+  const auto outputs = dir.path() / "outputs";
+  AgentClient agent(dir.path(), {}, {"--output-dir", outputs.string()});
+  const json big =
+      execSaving(agent, 600, "shell", "head -c 50000 /dev/zero | tr '\\0' z", 100, 20000);
+  EXPECT_EQ(big["saved_output"]["stdout"]["bytes"], 20000);
+  EXPECT_EQ(big["saved_output"]["stdout"]["complete"], false);
+  EXPECT_EQ(slurp(outputs / "exec-600-stdout.txt"), std::string(20000, 'z'));
+  for (int i = 601; i <= 610; ++i) {
+    (void)execSaving(agent, i, "shell", "head -c 300 /dev/zero", 100, 1000);
+  }
+  std::vector<std::string> kept;
+  for (const auto& entry : std::filesystem::directory_iterator(outputs)) {
+    kept.push_back(entry.path().filename().string());
+  }
+  std::sort(kept.begin(), kept.end());
+  ASSERT_EQ(kept.size(), 8U);
+  EXPECT_EQ(kept.front(), "exec-603-stdout.txt");
+  EXPECT_EQ(kept.back(), "exec-610-stdout.txt");
+}
+
+TEST(Unit, APlantedSymlinkDoesNotRedirectSavedOutput) {
+  TempDir dir;
+  const auto outputs = dir.path() / "outputs";
+  std::filesystem::create_directories(dir.path() / "elsewhere");
+  std::filesystem::create_directory_symlink(dir.path() / "elsewhere", outputs);
+  AgentClient agent(dir.path(), {}, {"--output-dir", outputs.string()});
+  const json r = execSaving(agent, 700, "shell", "head -c 5000 /dev/zero", 100, 1 << 20);
+  EXPECT_EQ(r["status"], "success");
+  EXPECT_FALSE(r.contains("saved_output")) << r.dump();
+  EXPECT_NE(r["stderr"].get<std::string>().find("[sandbox] the full stdout could not be saved"),
+            std::string::npos)
+      << r["stderr"];
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "elsewhere"));
+}
+
+}  // namespace

@@ -74,6 +74,12 @@ class FakeSandbox : public sandbox::Sandbox {
     if (it == files_.end()) throw sandbox::SandboxError("No such file: " + path);
     return it->second;
   }
+  sandbox::FileRange readFileRange(const std::string& path, std::uint64_t offset,
+                                   std::size_t length) override {
+    const std::string whole = readFile(path, 0);
+    if (offset > whole.size()) throw sandbox::SandboxError("Offset past the end: " + path);
+    return {whole.substr(offset, length), offset, whole.size()};
+  }
   sandbox::FileListing listFiles(const std::string&) override {
     std::lock_guard lock(mutex_);
     sandbox::FileListing listing;

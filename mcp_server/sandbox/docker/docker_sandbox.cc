@@ -45,6 +45,7 @@ T field(const nlohmann::json& object, const char* key, T fallback) {
 // Room for the agent's "[sandbox] ..." notes after the capped output.
 constexpr std::size_t kNotesBytes = std::size_t{16} * 1024;
 constexpr std::size_t kMaxNameBytes = 4096;  // a file name the server copies into a result
+constexpr std::size_t kMaxPathBytes = 4096;  // a saved output's path, likewise
 
 // `text` cut to `cap` bytes (the agent already cut it; this holds even if it did not).
 std::string capped(std::string text, std::size_t cap, bool& was_cut) {
@@ -78,6 +79,14 @@ ExecResult parseExecReply(const nlohmann::json& reply, std::size_t max_output_by
   result.stderr_bytes = field<std::uint64_t>(reply, "stderr_bytes", result.stderr_text.size());
   result.duration_ms = field<double>(reply, "duration_ms", 0.0);
   result.state_lost = field<bool>(reply, "state_lost", false);
+  const auto saved = field<nlohmann::json>(reply, "saved_output", nlohmann::json::object());
+  for (const char* stream : {"stdout", "stderr"}) {
+    const auto file = field<nlohmann::json>(saved, stream, nlohmann::json());
+    const auto path = field<std::string>(file, "path", "");
+    if (path.empty() || path.size() > kMaxPathBytes || path.front() != '/') continue;
+    result.saved_outputs.push_back({stream, path, field<std::uint64_t>(file, "bytes", 0),
+                                    field<bool>(file, "complete", false)});
+  }
   return result;
 }
 
@@ -170,6 +179,7 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
       {"code", request.code},
       {"timeout_ms", request.timeout.count()},
       {"max_output_bytes", request.max_output_bytes},
+      {"save_output_bytes", request.save_output_bytes},
       {"stream", request.stream},
   };
   AgentChannel::CallOptions options;
@@ -202,6 +212,21 @@ std::string DockerSandbox::readFile(const std::string& path, std::size_t max_byt
   auto data = common::base64Decode(field<std::string>(reply, "data_b64", ""));
   if (!data) throw SandboxError("read_file: the agent sent invalid base64 for " + path);
   return std::move(*data);
+}
+
+FileRange DockerSandbox::readFileRange(const std::string& path, std::uint64_t offset,
+                                       std::size_t length) {
+  const auto reply =
+      callAgent({{"op", "read_file"}, {"path", path}, {"offset", offset}, {"length", length}},
+                kFileOpDeadline);
+  auto data = common::base64Decode(field<std::string>(reply, "data_b64", ""));
+  if (!data) throw SandboxError("read_file: the agent sent invalid base64 for " + path);
+  if (data->size() > length) data->resize(length);
+  FileRange range;
+  range.data = std::move(*data);
+  range.offset = offset;
+  range.file_size = field<std::uint64_t>(reply, "file_size", offset + range.data.size());
+  return range;
 }
 
 FileListing DockerSandbox::listFiles(const std::string& path) {

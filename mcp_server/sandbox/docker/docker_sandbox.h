@@ -50,6 +50,8 @@ class DockerSandbox final : public Sandbox {
                   const OutputCallback& on_output) override;
   std::size_t writeFile(const std::string& path, std::string_view bytes, int mode) override;
   std::string readFile(const std::string& path, std::size_t max_bytes) override;
+  FileRange readFileRange(const std::string& path, std::uint64_t offset,
+                          std::size_t length) override;
   FileListing listFiles(const std::string& path) override;
 
   [[nodiscard]] const std::string& name() const noexcept { return record_.name; }
