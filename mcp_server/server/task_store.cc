@@ -203,7 +203,7 @@ std::string TaskStore::timestamp(Clock::time_point at) const {
   const std::time_t seconds = static_cast<std::time_t>(ms.count() / 1000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  char text[32];
+  char text[80];  // roomy: the compiler cannot bound the tm fields
   std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
                 utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
                 static_cast<int>(ms.count() % 1000));
