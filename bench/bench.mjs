@@ -13,8 +13,8 @@ import nodeHttp from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  SERVER_BIN, connectHttp, connectStdio, containersOfSession, dockerGet, startHttpServer,
-  stopServer, waitFor,
+  CallToolResultSchema, CreateTaskResultSchema, SERVER_BIN, connectHttp, connectStdio,
+  containersOfSession, dockerGet, startHttpServer, stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
   BENCH_DIR, RESULTS_DIR, SCALE, callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf,
@@ -177,6 +177,36 @@ async function warmRunCode(http, stdio, jupyter) {
   raw.close();
 }
 
+// Row 6: a task's overhead. run_code("1+1") as an MCP task (tools/call with params.task answered
+// by a CreateTaskResult, then tasks/result) against the same call made plainly, interleaved in
+// rounds, in the same warm session, over HTTP and stdio.
+async function taskRunCode(client, args) {
+  const created = await client.request({ method: 'tools/call', params: { name: 'run_code', arguments: args } },
+    CreateTaskResultSchema, { task: {} });
+  const result = await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
+  if (result.isError) throw new Error(`task run_code failed: ${JSON.stringify(result.content)}`);
+  return result.structuredContent;
+}
+
+async function taskOverhead(http, stdio) {
+  const rounds = 5;
+  const perRound = count(20);
+  for (const side of [http, stdio]) {
+    for (let i = 0; i < 10; i++) await taskRunCode(side.client, { code: '1+1', session_id: side.sid });
+  }
+  for (let round = 0; round < rounds; round++) {
+    for (const side of [http, stdio]) {
+      for (let i = 0; i < perRound; i++) {
+        const plain = await timed(() => runCodeOk(side.client, { code: '1+1', session_id: side.sid }));
+        record(`run_code_plain.${side.name}`, plain.ms);
+        const task = await timed(() => taskRunCode(side.client, { code: '1+1', session_id: side.sid }));
+        if (task.value.result !== '2') throw new Error(`task run_code returned ${JSON.stringify(task.value)}`);
+        record(`run_code_task.${side.name}`, task.ms);
+      }
+    }
+  }
+}
+
 // Row 3: warm run_shell("true") over HTTP, interleaved with docker exec true.
 async function warmRunShell(http) {
   const rounds = 5;
@@ -324,6 +354,10 @@ const ROWS = [
     base: 'docker_download_1m', baseWhat: 'docker exec <c> cat f (1 MiB)' },
   { id: '5e', what: 'download_file 10 MiB (base64), HTTP', ours: 'download_10m.http',
     base: 'docker_download_10m', baseWhat: 'docker exec <c> cat f (10 MiB)' },
+  { id: '6a', what: 'run_code("1+1") as a task (create + tasks/result), warm, HTTP', ours: 'run_code_task.http',
+    base: 'run_code_plain.http', baseWhat: 'the same run_code as a plain tools/call (interleaved)' },
+  { id: '6b', what: 'run_code("1+1") as a task (create + tasks/result), warm, stdio', ours: 'run_code_task.stdio',
+    base: 'run_code_plain.stdio', baseWhat: 'the same run_code as a plain tools/call (interleaved)' },
 ];
 const INFO_ROWS = [
   { what: 'run_code("1+1") warm, raw HTTP POST without the SDK (same MCP session)', key: 'run_code.raw_http' },
@@ -468,6 +502,8 @@ async function main() {
     await jupyter.ready();
     await warmRunCode(httpSide, stdioSide, jupyter);
     await jupyter.close();
+    log('row 6: run_code as an MCP task vs a plain call, HTTP and stdio, interleaved');
+    await taskOverhead(httpSide, stdioSide);
     log('row 3: warm run_shell over HTTP, interleaved with docker exec');
     await warmRunShell(httpSide);
     log('row 5: upload_file / download_file (1 KiB to 10 MiB) over HTTP, interleaved with docker exec -i');

@@ -5,10 +5,14 @@ add_library(mcp_core STATIC
   server/mcp_gateway.cc
   server/mcp_server.cc
   server/sandbox_uri.cc
+  server/mcp_tasks.cc
   server/session.cc
+  server/session_lanes.cc
   server/session_manager.cc
   server/session_resources.cc
   server/server_endpoints.cc
+  server/task_runner.cc
+  server/task_store.cc
   server/warm_pool.cc
   server/volume_policy.cc
   tools/cleanup_session.cc

@@ -175,6 +175,21 @@ void readResources(ObjectReader& parent, ResourcesConfig& out) {
   }
 }
 
+void readTasks(ObjectReader& parent, TasksConfig& out) {
+  const json* node = parent.child("tasks");
+  if (!node) return;
+  ObjectReader r(*node, "tasks");
+  r.read("max_per_client", out.max_per_client);
+  r.read("default_ttl_ms", out.default_ttl_ms);
+  r.read("max_ttl_ms", out.max_ttl_ms);
+  r.read("poll_interval_ms", out.poll_interval_ms);
+  r.rejectUnknown();
+  requireAtLeast(out.max_per_client, 1, "tasks.max_per_client");
+  requireAtLeast(out.default_ttl_ms, 1000, "tasks.default_ttl_ms");
+  requireAtLeast(out.max_ttl_ms, out.default_ttl_ms, "tasks.max_ttl_ms");
+  requireAtLeast(out.poll_interval_ms, 10, "tasks.poll_interval_ms");
+}
+
 void readSessions(ObjectReader& parent, SessionsConfig& out) {
   const json* node = parent.child("sessions");
   if (!node) return;
@@ -333,6 +348,7 @@ ServerConfig fromJson(const json& document) {
   readSandbox(root, config.sandbox);
   readExecution(root, config.execution);
   readResources(root, config.resources);
+  readTasks(root, config.tasks);
   readSessions(root, config.sessions);
   readPool(root, config.pool);
   readVolumes(root, config.volumes);
@@ -449,6 +465,10 @@ json toJson(const ServerConfig& c) {
   document["execution"]["max_concurrent_per_client"] = c.execution.max_concurrent_per_client;
   document["sessions"]["max_sessions_per_client"] = c.sessions.max_sessions_per_client;
   document["mcp"]["audit_log_max_bytes"] = c.mcp.audit_log_max_bytes;
+  document["tasks"] = {{"max_per_client", c.tasks.max_per_client},
+                       {"default_ttl_ms", c.tasks.default_ttl_ms},
+                       {"max_ttl_ms", c.tasks.max_ttl_ms},
+                       {"poll_interval_ms", c.tasks.poll_interval_ms}};
   document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
   return document;
 }

@@ -80,6 +80,18 @@ struct ResourcesConfig {
   std::int64_t max_read_bytes = 1024LL * 1024;
 };
 
+// Task-augmented tools/call (MCP 2025-11-25 tasks): a run returns a task at once and its result is
+// fetched later with tasks/result.
+struct TasksConfig {
+  // Tasks one client (one MCP session) holds, running or finished; past it a new task is refused.
+  std::int64_t max_per_client = 32;
+  // How long a finished task and its result are kept, from when it finished; a client's requested
+  // ttl is clamped to max_ttl_ms.
+  std::int64_t default_ttl_ms = 10LL * 60 * 1000;
+  std::int64_t max_ttl_ms = 60LL * 60 * 1000;
+  std::int64_t poll_interval_ms = 500;  // suggested to clients polling tasks/get
+};
+
 struct SessionsConfig {
   std::int64_t max_sessions = 64;
   std::int64_t idle_timeout_s = 900;
@@ -163,6 +175,7 @@ struct ServerConfig {
   SandboxConfig sandbox;
   ExecutionConfig execution;
   ResourcesConfig resources;
+  TasksConfig tasks;
   SessionsConfig sessions;
   PoolConfig pool;
   VolumesConfig volumes;

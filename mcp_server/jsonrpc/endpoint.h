@@ -20,6 +20,9 @@ struct RequestContext {
   // notifications/message) tied to the request being handled. Over HTTP the first call switches
   // the POST response to an SSE stream; over stdio it is written to stdout. May be empty.
   std::function<void(const json& message)> notify;
+  // True when `notify` may still be used after the response was sent (stdio: one stream carries
+  // everything). False where a request's notifications ride on its own response (HTTP).
+  bool notify_outlives_request = false;
   // Identifies the authenticated principal/connection; used for logging only.
   std::string peer;
 };

@@ -24,11 +24,27 @@ int logLevelIndex(const std::string& level) {
 
 const char* kInstructions =
     "Runs code in isolated, network-less sandboxes (Docker + gVisor). run_code executes Python "
-    "and keeps state per session (variables persist; a trailing expression's value is returned "
-    "as result). run_shell runs /bin/sh commands in the same sandbox. upload_file, "
-    "download_file and list_files move files in and out. Omit session_id on the first call and "
-    "reuse the returned session_id afterwards; cleanup_session ends it. Sandboxes have no "
-    "network access and cannot install packages from the internet.";
+    "(or JavaScript with language \"javascript\") and keeps state per session (variables "
+    "persist; a trailing expression's value is returned as result). run_shell runs /bin/sh "
+    "commands in the same sandbox. upload_file, download_file and list_files move files in and "
+    "out. Omit session_id on the first call and reuse the returned session_id afterwards; "
+    "cleanup_session ends it. Figures (plt.show(), figures open at the end of a cell, "
+    "display(obj)) come back as images. Output beyond the cap is saved in the sandbox and the "
+    "result links it as sandbox://{session_id}/{path}: read it in ranges with resources/read, "
+    "or with download_file. For long runs raise timeout; clients with MCP tasks can run "
+    "run_code and run_shell as tasks (tasks/get, tasks/result, tasks/cancel) that outlive a "
+    "request timeout. Sandboxes have no network access and cannot install packages from the "
+    "internet.";
+
+// The line a tools/call waits in: the sandbox session its arguments name; empty for none.
+std::string sessionKey(const json& params) {
+  if (!params.is_object()) return {};
+  const auto arguments = params.find("arguments");
+  if (arguments == params.end() || !arguments->is_object()) return {};
+  const auto session = arguments->find("session_id");
+  if (session == arguments->end() || !session->is_string() || session->empty()) return {};
+  return "session\n" + session->get<std::string>();
+}
 
 }  // namespace
 
@@ -40,16 +56,18 @@ bool isSupportedProtocolVersion(const std::string& version) {
 }
 
 std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
-  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_);
+  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_);
 }
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
-                         SessionManager& sessions, const tools::ToolRegistry& tools)
+                         SessionManager& sessions, const tools::ToolRegistry& tools,
+                         ExecutionSlots& task_threads)
     : owner_(std::move(owner)),
       config_(config),
       sessions_(sessions),
       tools_(tools),
-      resources_(sessions, config) {
+      resources_(sessions, config),
+      tasks_(owner_, config, sessions, tools, lanes_, task_threads) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
@@ -74,6 +92,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
   });
   dispatcher_.onRequest("logging/setLevel",
                         [this](const json& params, auto&) { return setLogLevel(params); });
+  registerTaskMethods();
   dispatcher_.onNotification("notifications/initialized", [](const json&, auto&) {});
   dispatcher_.onNotification("notifications/cancelled",
                              [this](const json& params, auto&) { cancelled(params); });
@@ -86,12 +105,8 @@ std::optional<json> McpEndpoint::handle(const json& message, jsonrpc::RequestCon
 std::string McpEndpoint::orderingKey(const json& message) const {
   if (!message.is_object() || message.value("method", json()) != "tools/call") return {};
   const auto params = message.find("params");
-  if (params == message.end() || !params->is_object()) return {};
-  const auto arguments = params->find("arguments");
-  if (arguments == params->end() || !arguments->is_object()) return {};
-  const auto session = arguments->find("session_id");
-  if (session == arguments->end() || !session->is_string() || session->empty()) return {};
-  return "session\n" + session->get<std::string>();
+  if (params == message.end()) return {};
+  return sessionKey(*params);
 }
 
 std::string McpEndpoint::protocolVersion() const {
@@ -120,7 +135,11 @@ json McpEndpoint::initialize(const json& params) {
       {"capabilities",
        {{"tools", {{"listChanged", false}}},
         {"resources", {{"subscribe", false}, {"listChanged", false}}},
-        {"logging", json::object()}}},
+        {"logging", json::object()},
+        {"tasks",
+         {{"list", json::object()},
+          {"cancel", json::object()},
+          {"requests", {{"tools", {{"call", json::object()}}}}}}}}},
       {"serverInfo", {{"name", "sandbox-mcp"}, {"title", "Sandbox MCP"}, {"version", "0.1.0"}}},
       {"instructions", kInstructions}};
 }
@@ -145,31 +164,26 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (!arguments.is_object()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call params.arguments must be an object");
   }
-  const std::string id_key = call.id.dump();
-  auto token = std::make_shared<CancelToken>();
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
-    in_flight_[id_key] = token;
+  const auto task = params.find("task");
+  if (task != params.end()) {
+    const tools::Tool* tool = tools_.find(name->get<std::string>());
+    if (tool != nullptr) return startTask(*tool, params, arguments, sessionKey(params), call);
+  }  // an unknown tool gets the usual error below
+  const auto in_flight = track(call.id);
+  CancelToken& cancel = *in_flight.token;
+  // Wait for earlier calls and tasks naming the same session (the transport keeps arrival order).
+  auto place = lanes_.enqueue(sessionKey(params));
+  if (!place.waitTurn(cancel)) {
+    return tools::toCallResult(tools::ToolResult::failure(
+        "The call was cancelled while it waited for an earlier call to the same session."));
   }
-  struct Forget {
-    McpEndpoint* self;
-    const std::string& key;
-    ~Forget() {
-      std::lock_guard lock(self->mutex_);
-      self->in_flight_.erase(key);
-    }
-  } forget{this, id_key};
 
   json progress_token = nullptr;
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     progress_token = meta->value("progressToken", json(nullptr));
   }
-  tools::ToolContext ctx{owner_, *token, sessions_, config_, call.transport.notify, progress_token};
-  {
-    std::lock_guard lock(mutex_);
-    ctx.client_logs_output = client_log_level_ >= 0 && client_log_level_ <= logLevelIndex("info");
-  }
+  tools::ToolContext ctx{owner_, cancel, sessions_, config_, call.transport.notify, progress_token};
+  ctx.client_logs_output = clientLogsOutput();
   const auto started = std::chrono::steady_clock::now();
   json result = tools_.call(name->get<std::string>(), arguments, ctx);
   const double ms =
@@ -182,6 +196,27 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
         name->get<std::string>() + " failed: " + result["content"][0]["text"].get<std::string>());
   }
   return result;
+}
+
+McpEndpoint::InFlight McpEndpoint::track(const json& id) {
+  auto token = std::make_shared<CancelToken>();
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+    in_flight_[id.dump()] = token;
+  }
+  return InFlight{*this, id.dump(), std::move(token)};
+}
+
+McpEndpoint::InFlight::~InFlight() {
+  std::lock_guard lock(endpoint.mutex_);
+  const auto it = endpoint.in_flight_.find(key);
+  if (it != endpoint.in_flight_.end() && it->second == token) endpoint.in_flight_.erase(it);
+}
+
+bool McpEndpoint::clientLogsOutput() const {
+  std::lock_guard lock(mutex_);
+  return client_log_level_ >= 0 && client_log_level_ <= logLevelIndex("info");
 }
 
 json McpEndpoint::setLogLevel(const json& params) {
@@ -233,7 +268,10 @@ void McpEndpoint::close() {
     running = in_flight_;
   }
   for (auto& [key, token] : running) token->cancel();
+  tasks_.shutdown();  // cancels and joins the connection's tasks before their sessions go
   sessions_.closeOwner(owner_);
 }
+
+McpEndpoint::~McpEndpoint() { tasks_.shutdown(); }
 
 }  // namespace server

@@ -1,4 +1,5 @@
-// The MCP protocol layer: lifecycle (initialize, ping), tools, logging/setLevel and cancellation.
+// The MCP protocol layer: lifecycle (initialize, ping), tools, tasks, logging/setLevel and
+// cancellation.
 // McpServer is the EndpointFactory transports use; each client connection gets an McpEndpoint
 // whose sandbox sessions belong to it alone. Thread-safe.
 #pragma once
@@ -12,8 +13,11 @@
 #include "config/config.h"
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
+#include "server/execution_slots.h"
+#include "server/session_lanes.h"
 #include "server/session_manager.h"
 #include "server/session_resources.h"
+#include "server/task_runner.h"
 #include "tools/tool_registry.h"
 
 namespace server {
@@ -25,7 +29,10 @@ class McpServer : public jsonrpc::EndpointFactory {
  public:
   McpServer(const config::ServerConfig& config, SessionManager& sessions,
             const tools::ToolRegistry& tools)
-      : config_(config), sessions_(sessions), tools_(tools) {}
+      : config_(config),
+        sessions_(sessions),
+        tools_(tools),
+        task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)) {}
 
   std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
 
@@ -33,12 +40,14 @@ class McpServer : public jsonrpc::EndpointFactory {
   const config::ServerConfig& config_;
   SessionManager& sessions_;
   const tools::ToolRegistry& tools_;
+  ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
 };
 
 class McpEndpoint : public jsonrpc::Endpoint {
  public:
   McpEndpoint(std::string owner, const config::ServerConfig& config, SessionManager& sessions,
-              const tools::ToolRegistry& tools);
+              const tools::ToolRegistry& tools, ExecutionSlots& task_threads);
+  ~McpEndpoint() override;
 
   std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
                                       jsonrpc::RequestContext& ctx) override;
@@ -50,6 +59,20 @@ class McpEndpoint : public jsonrpc::Endpoint {
  private:
   jsonrpc::json initialize(const jsonrpc::json& params);
   jsonrpc::json callTool(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  // A task-augmented tools/call (params.task): answers with the CreateTaskResult at once.
+  jsonrpc::json startTask(const tools::Tool& tool, const jsonrpc::json& params,
+                          const jsonrpc::json& arguments, std::string lane_key,
+                          jsonrpc::CallContext& call);
+  void registerTaskMethods();  // tasks/get, tasks/result, tasks/list, tasks/cancel
+  // Registers the request as cancellable by notifications/cancelled until the guard goes.
+  struct InFlight {
+    McpEndpoint& endpoint;
+    std::string key;
+    std::shared_ptr<CancelToken> token;
+    ~InFlight();
+  };
+  [[nodiscard]] InFlight track(const jsonrpc::json& id);
+  [[nodiscard]] bool clientLogsOutput() const;
   jsonrpc::json setLogLevel(const jsonrpc::json& params);
   void cancelled(const jsonrpc::json& params);
   void requireInitialized() const;
@@ -68,6 +91,10 @@ class McpEndpoint : public jsonrpc::Endpoint {
   int client_log_level_ = -1;  // index into the MCP levels; -1 until logging/setLevel
   bool closed_ = false;
   std::unordered_map<std::string, std::shared_ptr<CancelToken>> in_flight_;
+
+  SessionLanes lanes_;  // executions naming one session run one at a time, tasks included
+  // Last: destroyed first, so no task thread outlives the members it uses.
+  TaskRunner tasks_;
 };
 
 }  // namespace server

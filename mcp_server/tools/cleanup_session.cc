@@ -17,7 +17,11 @@ Tool makeCleanupSessionTool() {
         {{"status", {{"type", "string"}, {"enum", {"success"}}}},
          {"session_id", {{"type", "string"}}}}},
        {"required", {"status", "session_id"}}},
-      {{"readOnlyHint", false}, {"destructiveHint", true}, {"idempotentHint", false}}};
+      // A second call finds nothing to end and changes nothing: idempotent.
+      {{"readOnlyHint", false},
+       {"destructiveHint", true},
+       {"idempotentHint", true},
+       {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
                 const auto id = arguments.at("session_id").get<std::string>();
                 if (auto problem = server::SessionManager::checkSessionId(id)) {

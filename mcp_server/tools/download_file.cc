@@ -29,7 +29,10 @@ Tool makeDownloadFileTool(const config::ServerConfig& config) {
          {"content", {{"type", "string"}}},
          {"session_id", {{"type", "string"}}}}},
        {"required", {"path", "size", "encoding", "content", "session_id"}}},
-      {{"readOnlyHint", true}, {"openWorldHint", false}}};
+      {{"readOnlyHint", true},
+       {"destructiveHint", false},
+       {"idempotentHint", true},
+       {"openWorldHint", false}}};
   const auto max_bytes = static_cast<std::size_t>(config.execution.max_file_bytes);
   return Tool{
       std::move(spec), [max_bytes](const json& arguments, ToolContext& ctx) {

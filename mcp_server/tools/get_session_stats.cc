@@ -38,7 +38,10 @@ Tool makeGetSessionStatsTool() {
        {"required",
         {"session_id", "execution_count", "created_at", "uptime", "container_status", "image",
          "runtime"}}},
-      {{"readOnlyHint", true}, {"openWorldHint", false}}};
+      {{"readOnlyHint", true},
+       {"destructiveHint", false},
+       {"idempotentHint", true},
+       {"openWorldHint", false}}};
   return Tool{
       std::move(spec), [](const json& arguments, ToolContext& ctx) {
         auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));

@@ -32,7 +32,10 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
          {"truncated",
           {{"type", "boolean"}, {"description", "the directory had more entries than listed"}}}}},
        {"required", {"path", "session_id", "entries"}}},
-      {{"readOnlyHint", true}, {"openWorldHint", false}}};
+      {{"readOnlyHint", true},
+       {"destructiveHint", false},
+       {"idempotentHint", true},
+       {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
                 auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
                 server::SessionUse use(session);

@@ -25,7 +25,10 @@ Tool makeListSessionsTool() {
              {"required",
               {"session_id", "image", "runtime", "created_at", "execution_count"}}}}}}}},
        {"required", {"sessions"}}},
-      {{"readOnlyHint", true}, {"openWorldHint", false}}};
+      {{"readOnlyHint", true},
+       {"destructiveHint", false},
+       {"idempotentHint", true},
+       {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json&, ToolContext& ctx) {
                 json items = json::array();
                 std::string text;

@@ -18,6 +18,10 @@ namespace tools {
 
 using json = nlohmann::json;
 
+// Whether a tools/call may carry params.task (MCP 2025-11-25 tasks): tools/list shows it as
+// execution.taskSupport.
+enum class TaskSupport { kForbidden, kOptional };
+
 struct ToolSpec {
   std::string name;
   std::string title;
@@ -25,6 +29,7 @@ struct ToolSpec {
   json input_schema;
   json output_schema;
   json annotations = json::object();
+  TaskSupport task_support = TaskSupport::kForbidden;
 };
 
 struct ToolResult {

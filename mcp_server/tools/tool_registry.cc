@@ -31,6 +31,9 @@ json ToolRegistry::list() const {
                {"inputSchema", tool.spec.input_schema},
                {"outputSchema", tool.spec.output_schema}};
     if (!tool.spec.annotations.empty()) entry["annotations"] = tool.spec.annotations;
+    entry["execution"] = {{"taskSupport", tool.spec.task_support == TaskSupport::kOptional
+                                              ? "optional"
+                                              : "forbidden"}};
     tools.push_back(std::move(entry));
   }
   return json{{"tools", std::move(tools)}};

@@ -28,7 +28,11 @@ Tool makeUploadFileTool(const config::ServerConfig& config) {
          {"size", {{"type", "integer"}}},
          {"session_id", {{"type", "string"}}}}},
        {"required", {"status", "path", "size", "session_id"}}},
-      {{"readOnlyHint", false}, {"destructiveHint", true}, {"openWorldHint", false}}};
+      // Overwrites an existing file; the same upload twice leaves the same file.
+      {{"readOnlyHint", false},
+       {"destructiveHint", true},
+       {"idempotentHint", true},
+       {"openWorldHint", false}}};
   const auto max_bytes = static_cast<std::size_t>(config.execution.max_file_bytes);
   return Tool{std::move(spec), [max_bytes](const json& arguments, ToolContext& ctx) {
                 const auto& content = arguments.at("content").get_ref<const std::string&>();

@@ -155,6 +155,7 @@ void StdioTransport::handleNow(const json& message) {
   jsonrpc::RequestContext ctx;
   ctx.peer = "stdio";
   ctx.notify = [this](const json& notification) { writeMessage(notification); };
+  ctx.notify_outlives_request = true;  // the endpoint is closed before this transport goes
   std::optional<json> response = endpoint_->handle(message, ctx);
   if (response) writeMessage(*response);
 }

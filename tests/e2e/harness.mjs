@@ -5,6 +5,8 @@ import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+// Result schemas for task requests; bench/ imports them from here (it has no node_modules).
+export { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 export const SERVER_BIN = process.env.SANDBOX_MCP_BIN;
 if (!SERVER_BIN) throw new Error('set SANDBOX_MCP_BIN to the sandbox-mcp binary (ctest does this)');
