@@ -6,16 +6,21 @@ namespace tools {
 Tool makeRunCodeTool(const config::ServerConfig& config) {
   ToolSpec spec{
       "run_code",
-      "Run Python in a sandbox",
-      "Run Python code in an isolated, network-less sandbox (gVisor). State persists within a "
-      "session: variables, imports and functions survive between calls with the same "
-      "session_id. The value of a trailing expression is returned as `result`, like a notebook "
-      "cell. Omit session_id to start a new session; its id is in the result.",
-      execInputSchema(config, "code", "Python source to execute.", true),
+      "Run Python or JavaScript in a sandbox",
+      "Run Python (default) or JavaScript (language \"javascript\", Node.js) in an isolated, "
+      "network-less sandbox (gVisor). State persists within a session: variables, imports and "
+      "functions survive between calls with the same session_id (each language keeps its own; "
+      "both share the session's files). The value of a trailing expression is returned as "
+      "`result`, like a notebook cell. Omit session_id to start a new session; its id is in the "
+      "result.",
+      execInputSchema(config, "code", "Source code to execute.", true),
       execOutputSchema(),
       {{"readOnlyHint", false}, {"destructiveHint", false}, {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
-                return runExecution(arguments, ctx, sandbox::ExecKind::kPython,
+                const auto kind = arguments.value("language", "python") == "javascript"
+                                      ? sandbox::ExecKind::kJavascript
+                                      : sandbox::ExecKind::kPython;
+                return runExecution(arguments, ctx, kind,
                                     arguments.at("code").get<std::string>());
               }};
 }
