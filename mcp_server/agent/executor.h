@@ -113,8 +113,8 @@ class Executor {
   std::optional<std::string> node_;  // found on the first JavaScript exec
   bool node_looked_up_ = false;
   std::unique_ptr<InterpreterDriver> js_driver_;
-  std::string js_failure_;              // why Node.js is not running, for replies
-  std::string js_startup_output_;       // what a failing Node.js printed before it was ready
+  std::string js_failure_;         // why Node.js is not running, for replies
+  std::string js_startup_output_;  // what a failing Node.js printed before it was ready
   bool js_state_lost_while_idle_ = false;
 
   std::set<pid_t> groups_;  // process groups started here that may still have members

@@ -34,8 +34,9 @@ ExecResult resultFromDriverReply(const nlohmann::json& reply, std::size_t max_re
           : 1;
   if (const auto& value = member(reply, "result"); value.is_string()) {
     const auto& text = value.get_ref<const std::string&>();
-    result.result =
-        text.size() <= max_result_bytes ? text : text.substr(0, max_result_bytes) + "...[result cut]";
+    result.result = text.size() <= max_result_bytes
+                        ? text
+                        : text.substr(0, max_result_bytes) + "...[result cut]";
   }
   return result;
 }
@@ -45,9 +46,9 @@ ExecResult resultFromDriverReply(const nlohmann::json& reply, std::size_t max_re
 nlohmann::json Executor::javascriptInfo() const {
   const bool running = js_driver_ && js_driver_->ready();
   const bool available = node_looked_up_ ? node_.has_value() : findOnPath("node").has_value();
-  return {{"javascript", available},
-          {"node_version",
-           running ? nlohmann::json(js_driver_->version()) : nlohmann::json(nullptr)}};
+  return {
+      {"javascript", available},
+      {"node_version", running ? nlohmann::json(js_driver_->version()) : nlohmann::json(nullptr)}};
 }
 
 void Executor::startJavascript() {
@@ -76,8 +77,8 @@ void Executor::startJavascript() {
         kNodeLabel, std::move(events));
     groups_.insert(js_driver_->pid());
   } catch (const std::system_error& e) {
-    js_failure_ = std::string("cannot start Node.js (") + e.what() +
-                  "); Python and run_shell still work";
+    js_failure_ =
+        std::string("cannot start Node.js (") + e.what() + "); Python and run_shell still work";
     std::fprintf(stderr, "sandbox-agent: %s\n", js_failure_.c_str());
   }
 }
@@ -129,8 +130,10 @@ void Executor::onJavascriptExit(int wait_status) {
     pump();  // the queued JavaScript request is answered with the failure
     return;
   }
-  std::fprintf(stderr, "sandbox-agent: the Node.js driver %s; it restarts on the next "
-               "JavaScript exec\n", describeExit(wait_status).c_str());
+  std::fprintf(stderr,
+               "sandbox-agent: the Node.js driver %s; it restarts on the next "
+               "JavaScript exec\n",
+               describeExit(wait_status).c_str());
   if (!run_ || run_->request.kind != ExecKind::kJavascript) {
     js_state_lost_while_idle_ = true;
     return;

@@ -34,8 +34,7 @@ std::string preloadCode(const std::vector<std::string>& modules) {
   std::string list;
   for (const auto& module : modules) list += (list.empty() ? "'" : ", '") + module + "'";
   // exec() in a throw-away dict: the loop variable never reaches the session's globals.
-  return "exec(\"for m in [" + list +
-         "]:\\n try: __import__(m)\\n except Exception: pass\", {})";
+  return "exec(\"for m in [" + list + "]:\\n try: __import__(m)\\n except Exception: pass\", {})";
 }
 
 WarmPool::WarmPool(sandbox::Backend& backend, ProfileFn profile, WarmPoolOptions options)
@@ -154,9 +153,10 @@ void WarmPool::preload(sandbox::Sandbox& sandbox) {
       log()->debug("pooled sandbox {}: Python modules preloaded in {} ms", sandbox.id(), ms);
     } else {
       // The sandbox's output is not logged: it is the sandbox's text.
-      log()->warn("pooled sandbox {}: preloading pool.preload_python ended with status {} after "
-                  "{} ms; pooled without it",
-                  sandbox.id(), result.status, ms);
+      log()->warn(
+          "pooled sandbox {}: preloading pool.preload_python ended with status {} after "
+          "{} ms; pooled without it",
+          sandbox.id(), result.status, ms);
     }
   } catch (const std::exception& e) {
     log()->warn("pooled sandbox {}: preloading pool.preload_python failed: {}", sandbox.id(),

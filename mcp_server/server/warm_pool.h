@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "common/cancel_token.h"
-
 #include "sandbox/backend.h"
 
 namespace server {

@@ -20,8 +20,7 @@ Tool makeRunCodeTool(const config::ServerConfig& config) {
                 const auto kind = arguments.value("language", "python") == "javascript"
                                       ? sandbox::ExecKind::kJavascript
                                       : sandbox::ExecKind::kPython;
-                return runExecution(arguments, ctx, kind,
-                                    arguments.at("code").get<std::string>());
+                return runExecution(arguments, ctx, kind, arguments.at("code").get<std::string>());
               }};
 }
 

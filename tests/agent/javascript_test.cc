@@ -56,8 +56,7 @@ TEST(Javascript, StatePersistsAndTheLastExpressionIsTheResult) {
   EXPECT_EQ(agent.exec("javascript", "let later = await Promise.resolve(x + 1); later")["result"],
             "8");
   EXPECT_EQ(agent.exec("javascript", "later * 2")["result"], "16");
-  EXPECT_EQ(agent.exec("javascript", "typeof require('fs').readFileSync")["result"],
-            "'function'");
+  EXPECT_EQ(agent.exec("javascript", "typeof require('fs').readFileSync")["result"], "'function'");
 }
 
 TEST(Javascript, ConsoleGoesToStdoutAndStderr) {
@@ -135,8 +134,8 @@ TEST(Javascript, CodeThatCannotBeInterruptedIsKilledAndStateIsLost) {
   (void)agent.exec("javascript", "var z = 1");
   // After an await the loop runs outside the interruptible script, and SIGINT's handler never
   // gets a turn: only killing Node.js stops it.
-  const json reply = agent.exec(
-      "javascript", "await new Promise((r) => setTimeout(r, 10)); while (true) {}", 300);
+  const json reply =
+      agent.exec("javascript", "await new Promise((r) => setTimeout(r, 10)); while (true) {}", 300);
   EXPECT_EQ(reply["status"], "timeout") << reply;
   EXPECT_EQ(reply["state_lost"], true);
   EXPECT_EQ(lastLine(reply["stderr"]),
@@ -199,9 +198,8 @@ TEST(Javascript, SharesFilesWithPythonAndShell) {
 TEST(Javascript, OutputAndResultAreCapped) {
   TempDir dir;
   AgentClient agent(dir.path());
-  const json flood =
-      agent.exec("javascript", "process.stdout.write('x'.repeat(1000000)); 'y'.repeat(5000)",
-                 10'000, 1000);
+  const json flood = agent.exec(
+      "javascript", "process.stdout.write('x'.repeat(1000000)); 'y'.repeat(5000)", 10'000, 1000);
   EXPECT_EQ(flood["status"], "success") << flood["stderr"];
   EXPECT_EQ(flood["stdout"].get<std::string>(), std::string(1000, 'x'));
   EXPECT_EQ(flood["stdout_bytes"], 1000000);
@@ -214,12 +212,12 @@ TEST(Javascript, ForgedRepliesFromUserCodeCannotBreakTheAgent) {
   AgentClient agent(dir.path());
   // User code can write the driver's reply pipe (fd 4): fields of the wrong type or range are
   // not trusted, and a malformed line is skipped.
-  const json forged = agent.exec(
-      "javascript",
-      "const fs = require('fs');\n"
-      "fs.writeSync(4, 'not json\\n');\n"
-      "fs.writeSync(4, JSON.stringify({status: 'pwned', exit_code: 1e6, result: {a: 1}}) + '\\n');\n"
-      "await new Promise((r) => setTimeout(r, 200));");
+  const json forged = agent.exec("javascript",
+                                 "const fs = require('fs');\n"
+                                 "fs.writeSync(4, 'not json\\n');\n"
+                                 "fs.writeSync(4, JSON.stringify({status: 'pwned', exit_code: 1e6, "
+                                 "result: {a: 1}}) + '\\n');\n"
+                                 "await new Promise((r) => setTimeout(r, 200));");
   EXPECT_EQ(forged["status"], "error") << forged;
   EXPECT_EQ(forged["exit_code"], 255);
   EXPECT_TRUE(forged["result"].is_null());
@@ -234,11 +232,8 @@ TEST(Javascript, MissingNodeGivesAClearError) {
   AgentClient agent(dir.path(), {{"PATH", dir.path().string()}});
   const json hello = agent.request({{"id", 1}, {"op", "hello"}});
   EXPECT_EQ(hello["javascript"], false) << hello;
-  const json reply = agent.request({{"id", 2},
-                                    {"op", "exec"},
-                                    {"kind", "javascript"},
-                                    {"code", "1"},
-                                    {"timeout_ms", 5000}});
+  const json reply = agent.request(
+      {{"id", 2}, {"op", "exec"}, {"kind", "javascript"}, {"code", "1"}, {"timeout_ms", 5000}});
   EXPECT_EQ(reply["ok"], false) << reply;
   EXPECT_TRUE(has(reply, "error", "no `node` on PATH")) << reply;
   EXPECT_TRUE(has(reply, "error", "sandbox-mcp/python:latest")) << reply;

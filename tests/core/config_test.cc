@@ -74,8 +74,8 @@ TEST(Config, PoolPreloadNamesPythonModulesOnly) {
                 .pool.preload_python.size(),
             2U);
   // Each name ends up inside Python source: anything but a dotted identifier is refused.
-  for (const char* bad : {"os; import x", "a..b", ".a", "a.", "1abc", "a-b", "", "'x'",
-                          "numpy\n__import__('os')"}) {
+  for (const char* bad :
+       {"os; import x", "a..b", ".a", "a.", "1abc", "a-b", "", "'x'", "numpy\n__import__('os')"}) {
     const std::string error = errorOf(json{{"pool", {{"preload_python", {"numpy", bad}}}}});
     EXPECT_NE(error.find("pool.preload_python[1]"), std::string::npos) << bad << ": " << error;
   }

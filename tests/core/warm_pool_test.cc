@@ -1,13 +1,12 @@
 #include "server/warm_pool.h"
 
 #include <gtest/gtest.h>
-
 #include <stdio.h>
 
 #include <chrono>
 #include <cstdio>
-#include <string>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "fake_backend.h"
@@ -64,10 +63,11 @@ std::string runPython(const std::string& code) {
 
 TEST(WarmPool, PreloadCodeImportsModulesWithoutBindingNames) {
   const std::string code = server::preloadCode({"json", "no_such_module_x", "xml.dom.minidom"});
-  const std::string out = runPython(code +
-                                    "\nimport sys\n"
-                                    "print(sorted(k for k in globals() if not k.startswith('__')))\n"
-                                    "print('json' in sys.modules, 'xml.dom.minidom' in sys.modules)\n");
+  const std::string out =
+      runPython(code +
+                "\nimport sys\n"
+                "print(sorted(k for k in globals() if not k.startswith('__')))\n"
+                "print('json' in sys.modules, 'xml.dom.minidom' in sys.modules)\n");
   EXPECT_EQ(out, "['sys']\nTrue True\n") << code;
 }
 
