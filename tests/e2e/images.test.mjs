@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { connectStdio } from './harness.mjs';
+import { connectStdio, waitFor } from './harness.mjs';
 import { call } from './flow.mjs';
 
 const MINIMAL_IMAGE = 'sandbox-mcp/python-minimal:latest';
@@ -42,6 +42,26 @@ describe('the default image', () => {
     assert.equal(res.structuredContent.status, 'success', res.structuredContent.stderr);
     assert.equal(res.structuredContent.result, "('agg', 12, 0.5, 'PNG')");
     await call(conn.client, 'cleanup_session', { session_id: res.structuredContent.session_id });
+  });
+
+  test('a session from the warm pool starts with the data stack imported and no names bound', async () => {
+    // The pool refills in the background (preload included); a session made cold does not count.
+    let warm;
+    await waitFor(async () => {
+      const res = await call(conn.client, 'run_code', {
+        code: "m = __import__('sys').modules\n" +
+          "[k in m for k in ('numpy', 'pandas', 'matplotlib.pyplot')], " +
+          "sorted(k for k in globals() if not k.startswith('_'))",
+      });
+      const sid = res.structuredContent.session_id;
+      const stats = await call(conn.client, 'get_session_stats', { session_id: sid });
+      if (stats.structuredContent.warm_start) warm = res.structuredContent;
+      await call(conn.client, 'cleanup_session', { session_id: sid });
+      if (warm === undefined) await new Promise((r) => setTimeout(r, 2000)); // let the pool refill
+      return warm !== undefined;
+    }, 120000, 'a session from the warm pool');
+    assert.equal(warm.status, 'success', warm.stderr);
+    assert.equal(warm.result, "([True, True, True], ['m'])");
   });
 
   test('has node, ps, git, jq, sqlite3, file, zip and unzip on PATH', async () => {
