@@ -6,7 +6,7 @@
 #   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
-#   bench/run.sh scale             only one of them (bench, scale or sidecar)
+#   bench/run.sh scale             only one of them (bench, scale, sidecar or preload)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -90,11 +90,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs scale.mjs sidecar.mjs) script
+  local scripts=(bench.mjs scale.mjs sidecar.mjs preload.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | scale | sidecar) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, scale or sidecar (or nothing for all three)" ;;
+    bench | scale | sidecar | preload) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, scale, sidecar or preload (or nothing for all four)" ;;
   esac
   for script in "${scripts[@]}"; do
     log_step "benchmark ${script} (${SERVER_BIN}); the machine is shared, so expect noise"

@@ -1,27 +1,70 @@
 #!/usr/bin/env bash
 # Builds the sandbox base images without an image registry, from Debian packages only:
-#   sandbox-mcp/python:latest       bookworm minbase + python3           (always)
-#   sandbox-mcp/python-data:latest  + python3-numpy/pandas/matplotlib   (--with-data; slow)
+#   sandbox-mcp/python:latest          the default: bookworm minbase + python3 with numpy, pandas,
+#                                      matplotlib (Agg), scipy, pillow; Node.js; procps, git, file,
+#                                      zip, unzip, jq, sqlite3
+#   sandbox-mcp/python-minimal:latest  bookworm minbase + python3 only (--minimal)
 #
 # debootstrap fetches from the Debian mirror this machine's apt already uses, the root
 # filesystem is trimmed, then `tar | docker import` turns it into an image. Each image is
-# imported under a temporary tag and smoke-tested under gVisor before it replaces the old one,
-# so a failed build never leaves you without a working image.
+# imported under a temporary tag and smoke-tested under gVisor (read-only root, uid 65534) before
+# it replaces the old one, so a failed build never leaves you without a working image.
+# Each image is labelled with a hash of its recipe (packages, environment and the code that
+# shapes the root filesystem, comments aside): an image whose label differs is rebuilt, so a
+# machine that has an older recipe's image picks the new one up by itself.
 #
-# Usage: docker/build-images.sh [--force] [--with-data]
-#   --force      rebuild images that already exist
-#   --with-data  also build the data-science image
+# Usage: docker/build-images.sh [--force] [--minimal]
+#   --force      rebuild images even when their recipe is unchanged
+#   --minimal    also build the minimal image (for `sandbox.image`, or images of your own)
+#   --with-data  accepted and ignored: the data stack is in the default image now
+# Exit status: 0 built, 3 everything already up to date (nothing done), anything else an error.
 # Environment overrides:
-#   SANDBOX_IMAGE_TAG       tag of the small image   (default sandbox-mcp/python:latest)
-#   SANDBOX_DATA_IMAGE_TAG  tag of the data image    (default sandbox-mcp/python-data:latest)
-#   SANDBOX_DEBIAN_MIRROR   mirror URL               (default: from /etc/apt sources)
-#   SANDBOX_DEBIAN_SUITE    Debian suite             (default: this machine's codename)
-#   SANDBOX_KEEP_PYC=0      also delete the stdlib's precompiled __pycache__ (smaller, slower start)
-# For machines with registry access, docker/Dockerfile.python{,-data} build equivalents.
+#   SANDBOX_IMAGE_TAG          tag of the default image (default sandbox-mcp/python:latest)
+#   SANDBOX_MINIMAL_IMAGE_TAG  tag of the minimal image (default sandbox-mcp/python-minimal:latest)
+#   SANDBOX_DEBIAN_MIRROR      mirror URL               (default: from /etc/apt sources)
+#   SANDBOX_DEBIAN_SUITE       Debian suite             (default: this machine's codename)
+#   SANDBOX_KEEP_PYC=0         also delete the stdlib's precompiled __pycache__ (smaller, slower start)
+# For machines with registry access, docker/Dockerfile.python{,-minimal} build equivalents.
 set -euo pipefail
 
-readonly PYTHON_TAG="${SANDBOX_IMAGE_TAG:-sandbox-mcp/python:latest}"
-readonly DATA_TAG="${SANDBOX_DATA_IMAGE_TAG:-sandbox-mcp/python-data:latest}"
+readonly DEFAULT_TAG="${SANDBOX_IMAGE_TAG:-sandbox-mcp/python:latest}"
+readonly MINIMAL_TAG="${SANDBOX_MINIMAL_IMAGE_TAG:-sandbox-mcp/python-minimal:latest}"
+readonly EXIT_UP_TO_DATE=3
+readonly RECIPE_LABEL=sandbox-mcp.recipe
+
+# The default image's extra packages, installed with --no-install-recommends. Fonts for
+# matplotlib come with python3-matplotlib (fonts-dejavu-core); ca-certificates with nodejs.
+readonly DATA_PACKAGES="python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pil"
+readonly TOOL_PACKAGES="nodejs procps git file zip unzip jq sqlite3"
+# MPLBACKEND: no display in a sandbox. MPLCONFIGDIR: the root is read-only, /tmp is a tmpfs.
+readonly DATA_ENV="MPLBACKEND=Agg MPLCONFIGDIR=/tmp/matplotlib"
+# Stub packages: empty packages that satisfy a dependency nothing needs at run time.
+#  - python3-pythran (scipy depends on it): a compiler front end scipy never runs once built; the
+#    real one depends on g++, the Boost and BLAS headers and python3-all-dev (~600 MB).
+#  - unicode-data (python3-fonttools depends on it, 37 MB of text files): fontTools ships its own
+#    tables; only its generator scripts read these.
+readonly STUB_PACKAGES="python3-pythran unicode-data"
+# Smoke tests: shell scripts run (sh -c) in a candidate image under gVisor, read-only, uid 65534.
+smoke_minimal() { echo "python3 -c 'import json, ast, csv, sqlite3; print(1)'"; }
+smoke_default() {
+  cat <<'SH'
+set -e
+python3 - <<'PY'
+import numpy, pandas, scipy.optimize, scipy.stats, scipy.signal, scipy.interpolate, PIL.Image
+import matplotlib.pyplot as plt
+assert plt.get_backend().lower() == "agg", plt.get_backend()
+plt.plot([1, 2]); plt.savefig("/tmp/smoke.png")
+print("pandas", pandas.DataFrame({"a": numpy.arange(3)}).a.sum())
+PY
+node -e 'console.log("node", process.version)'
+ps -e >/dev/null
+git --version
+file /tmp/smoke.png
+jq -n 1 >/dev/null
+sqlite3 :memory: 'select 1' >/dev/null
+zip -v >/dev/null && unzip -v >/dev/null
+SH
+}
 readonly IMAGE_PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 readonly SMOKE_RUNTIME="${SANDBOX_SMOKE_RUNTIME:-runsc}"
 
@@ -82,9 +125,41 @@ find_debian_mirror() {
   [[ -z "${KEYRING}" || -f "${KEYRING}" ]] || KEYRING=""
 }
 
-# --- building --------------------------------------------------------------------------------
-image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
+# --- recipes ---------------------------------------------------------------------------------
+# recipe_field KIND FIELD prints one field of an image kind's recipe.
+recipe_field() {
+  local kind="$1" field="$2"
+  case "${kind}/${field}" in
+    default/tag) echo "${DEFAULT_TAG}" ;;
+    default/title) echo sandbox-mcp-python ;;
+    default/packages) echo "${DATA_PACKAGES} ${TOOL_PACKAGES}" ;;
+    default/stubs) echo "${STUB_PACKAGES}" ;;
+    default/env) echo "${DATA_ENV}" ;;
+    minimal/tag) echo "${MINIMAL_TAG}" ;;
+    minimal/title) echo sandbox-mcp-python-minimal ;;
+    minimal/packages | minimal/stubs | minimal/env) echo "" ;;
+    *) die "internal: no recipe field ${kind}/${field}" ;;
+  esac
+}
 
+# A hash of everything that decides what goes into an image of KIND: its fields, the suite, and
+# the code of the steps that shape the rootfs (`declare -f` prints it without comments, so
+# editing a comment rebuilds nothing).
+recipe_hash() {
+  local kind="$1" field
+  {
+    for field in packages stubs env; do recipe_field "${kind}" "${field}"; done
+    echo "${SUITE} keep_pyc=${SANDBOX_KEEP_PYC:-1}"
+    declare -f bootstrap_rootfs make_stub_deb install_extra_packages trim_rootfs import_rootfs \
+      "smoke_${kind}"
+  } | sha256sum | cut -c1-16
+}
+
+image_recipe() {
+  docker image inspect --format "{{ index .Config.Labels \"${RECIPE_LABEL}\" }}" "$1" 2>/dev/null || true
+}
+
+# --- building --------------------------------------------------------------------------------
 bootstrap_rootfs() {
   local dir="$1"
   local args=(--variant=minbase --include=python3)
@@ -97,25 +172,43 @@ bootstrap_rootfs() {
   fi
 }
 
+# make_stub_deb NAME OUT_DIR: an empty package NAME (no files, no dependencies) whose version
+# sorts above any real one, so apt treats the dependency as met and never replaces it.
+make_stub_deb() {
+  local name="$1" out="$2" pkg="${WORK_DIR}/stub-$1"
+  mkdir -p "${pkg}/DEBIAN"
+  printf '%s\n' "Package: ${name}" "Version: 99:0+sandbox-mcp-stub" "Architecture: all" \
+    "Maintainer: sandbox-mcp <nobody@invalid>" \
+    "Description: empty stand-in installed by sandbox-mcp's docker/build-images.sh" \
+    " The real package is not needed at run time (see that script)." >"${pkg}/DEBIAN/control"
+  dpkg-deb --root-owner-group --build "${pkg}" "${out}/${name}.deb" >/dev/null
+}
+
 # Extra packages go in with apt inside the rootfs, not with debootstrap --include: debootstrap
-# always takes the first of "a | b" alternatives, and python3-fonttools' "python3-scipy |
-# python3-munkres" then drags in scipy -> pythran -> gcc, g++ and Boost headers (~600 MB).
-# apt takes the alternative we name (python3-munkres).
+# always takes the first of "a | b" alternatives; apt honours --no-install-recommends and stubs.
+# install_extra_packages DIR "STUBS" PACKAGES...
 install_extra_packages() {
-  local dir="$1"
-  shift
+  local dir="$1" stubs="$2"
+  shift 2
   (($#)) || return 0
-  log_info "apt-get install in the rootfs: $*"
+  log_info "apt-get install in the rootfs: $*${stubs:+ (stubbed: ${stubs})}"
+  local stub_dir="${dir}/tmp/sandbox-mcp-stubs" stub
+  mkdir -p "${stub_dir}"
+  for stub in ${stubs}; do make_stub_deb "${stub}" "${stub_dir}"; done
   # minbase has no archive keyring: borrow the host's for the duration of the install.
   local trusted="${dir}/etc/apt/trusted.gpg.d/sandbox-mcp-build.gpg"
   cp "${KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}" "${trusted}"
   mount -t proc proc "${dir}/proc"
   local status=0
+  # shellcheck disable=SC2016 # $@ and $deb expand inside the chroot's shell
   chroot "${dir}" /usr/bin/env -i PATH="${IMAGE_PATH}" LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
-    sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' sh "$@" \
+    sh -c 'set -e
+      for deb in /tmp/sandbox-mcp-stubs/*.deb; do [ ! -e "$deb" ] || dpkg -i "$deb"; done
+      apt-get update -qq
+      apt-get install -y -qq --no-install-recommends "$@"' sh "$@" \
     >"${WORK_DIR}/apt.log" 2>&1 || status=$?
   umount "${dir}/proc"
-  rm -f "${trusted}"
+  rm -rf "${trusted}" "${stub_dir}"
   if ((status != 0)); then
     tail -n 25 "${WORK_DIR}/apt.log" >&2
     die "apt-get install of '$*' in the rootfs failed (log above)"
@@ -139,8 +232,9 @@ trim_rootfs() {
   if [[ "${SANDBOX_KEEP_PYC:-1}" == 0 ]]; then
     find "${dir}" -xdev -type d -name __pycache__ -prune -exec rm -rf {} +
   else
-    # Precompiled stdlib bytecode stays: the rootfs is read-only and PYTHONDONTWRITEBYTECODE
-    # is set, so without it every session would recompile each module it imports.
+    # Precompiled bytecode stays (Debian's packages compile theirs at install time): the rootfs
+    # is read-only and PYTHONDONTWRITEBYTECODE is set, so without it every session would
+    # recompile each module it imports (numpy and pandas: seconds).
     find "${dir}" -xdev -type d -name __pycache__ -path '*/site-packages/*' -prune -exec rm -rf {} +
   fi
   # Docker bind-mounts its own; do not bake in the build host's.
@@ -153,24 +247,26 @@ trim_rootfs() {
   log_info "rootfs trimmed: $(human "${before}") -> $(human "${after}")"
 }
 
-# import_rootfs DIR TAG TITLE [EXTRA_ENV]
+# import_rootfs DIR TAG TITLE RECIPE [EXTRA_ENV]
 import_rootfs() {
-  local dir="$1" tag="$2" title="$3" extra_env="${4:-}"
+  local dir="$1" tag="$2" title="$3" recipe="$4" extra_env="${5:-}"
   tar -C "${dir}" --numeric-owner --one-file-system -c . |
     docker import \
       --change "ENV LANG=C.UTF-8 PATH=${IMAGE_PATH} PYTHONDONTWRITEBYTECODE=1 HOME=/tmp${extra_env:+ ${extra_env}}" \
       --change 'WORKDIR /workspace' \
       --change 'CMD ["python3"]' \
-      --change "LABEL org.opencontainers.image.title=\"${title}\" sandbox-mcp.image=1" \
+      --change "LABEL org.opencontainers.image.title=\"${title}\" sandbox-mcp.image=1 ${RECIPE_LABEL}=${recipe}" \
       --message "debootstrap ${SUITE} minbase, built by docker/build-images.sh" \
       - "${tag}" >/dev/null
 }
 
 smoke_test() {
-  local tag="$1" code="$2"
-  log_info "smoke test under ${SMOKE_RUNTIME}: python3 -c '${code}'"
+  local tag="$1" script="$2" status=0
+  log_info "smoke test under ${SMOKE_RUNTIME} (read-only root, uid 65534, no network)"
   docker run --rm --runtime="${SMOKE_RUNTIME}" --network none --read-only --tmpfs /tmp \
-    --user 65534:65534 "${tag}" python3 -c "${code}"
+    --user 65534:65534 "${tag}" sh -c "${script}" >"${WORK_DIR}/smoke.log" 2>&1 || status=$?
+  sed 's/^/      /' "${WORK_DIR}/smoke.log" >&2
+  return "${status}"
 }
 
 # Replaces FINAL with the tested CANDIDATE, dropping the old image if nothing else uses it.
@@ -184,24 +280,23 @@ promote_image() {
   fi
 }
 
-# build_image TAG TITLE "EXTRA PACKAGES" SMOKE_CODE [EXTRA_ENV]
+# build_image KIND: builds the image of that recipe, smoke-tests it, then tags it.
 build_image() {
-  local tag="$1" title="$2" packages="$3" code="$4" extra_env="${5:-}"
-  log_step "image ${tag}"
-  if image_exists "${tag}" && ((!FORCE)); then
-    log_info "exists (use --force to rebuild)"
-    return 0
-  fi
-  local started=${SECONDS} rootfs="${WORK_DIR}/rootfs-${title}" candidate="${tag%:*}:candidate-$$"
+  local kind="$1" tag title recipe
+  tag="$(recipe_field "${kind}" tag)"
+  title="$(recipe_field "${kind}" title)"
+  recipe="$(recipe_hash "${kind}")"
+  log_step "image ${tag} (recipe ${recipe})"
+  local started=${SECONDS} rootfs="${WORK_DIR}/rootfs-${kind}" candidate="${tag%:*}:candidate-$$"
   bootstrap_rootfs "${rootfs}"
-  # shellcheck disable=SC2086 # a space-separated package list
-  install_extra_packages "${rootfs}" ${packages}
+  # shellcheck disable=SC2046 # a space-separated package list
+  install_extra_packages "${rootfs}" "$(recipe_field "${kind}" stubs)" $(recipe_field "${kind}" packages)
   trim_rootfs "${rootfs}"
-  import_rootfs "${rootfs}" "${candidate}" "${title}" "${extra_env}"
-  rm -rf "${rootfs}"
-  if ! smoke_test "${candidate}" "${code}"; then
+  import_rootfs "${rootfs}" "${candidate}" "${title}" "${recipe}" "$(recipe_field "${kind}" env)"
+  rm -rf --one-file-system "${rootfs}"
+  if ! smoke_test "${candidate}" "$("smoke_${kind}")"; then
     docker rmi "${candidate}" >/dev/null || true
-    die "smoke test failed for ${tag}; the previous image (if any) is untouched"
+    die "smoke test failed for ${tag} (output above); the previous image (if any) is untouched"
   fi
   promote_image "${candidate}" "${tag}"
   log_info "built ${tag}: $(human "$(docker image inspect --format '{{.Size}}' "${tag}")") in $((SECONDS - started)) s"
@@ -218,34 +313,38 @@ cleanup() {
 }
 
 main() {
-  FORCE=0
-  local with_data=0 arg
+  local force=0 kinds=(default) arg
   for arg in "$@"; do
     case "${arg}" in
-      --force) FORCE=1 ;;
-      --with-data) with_data=1 ;;
+      --force) force=1 ;;
+      --minimal) kinds+=(minimal) ;;
+      --with-data) log_info "--with-data is no longer needed: the default image has the data stack" ;;
       -h | --help) usage; exit 0 ;;
       *) usage; die "unknown argument '${arg}'" ;;
     esac
   done
-  [[ ${EUID} -eq 0 ]] || die "debootstrap needs root: run 'sudo $0 $*'"
-  command -v debootstrap >/dev/null || die "debootstrap missing: apt-get install debootstrap"
   docker info >/dev/null 2>&1 || die "dockerd is not answering: run scripts/setup.sh (or start dockerd) first"
-
   # shellcheck source=/dev/null
   SUITE="${SANDBOX_DEBIAN_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")}"
+
+  local stale=() kind tag recipe
+  for kind in "${kinds[@]}"; do
+    tag="$(recipe_field "${kind}" tag)"
+    recipe="$(recipe_hash "${kind}")"
+    if ((!force)) && [[ "$(image_recipe "${tag}")" == "${recipe}" ]]; then
+      log_step "image ${tag}: up to date (recipe ${recipe})"
+    else
+      stale+=("${kind}")
+    fi
+  done
+  ((${#stale[@]})) || exit "${EXIT_UP_TO_DATE}"
+
+  [[ ${EUID} -eq 0 ]] || die "debootstrap needs root: run 'sudo $0 $*'"
+  command -v debootstrap >/dev/null || die "debootstrap missing: apt-get install debootstrap"
   find_debian_mirror "${SUITE}"
   WORK_DIR="$(mktemp -d /var/tmp/sandbox-mcp-images.XXXXXX)"
   trap cleanup EXIT
-
-  build_image "${PYTHON_TAG}" sandbox-mcp-python "" \
-    'import json, ast, csv, sqlite3; print(1)'
-  if ((with_data)); then
-    build_image "${DATA_TAG}" sandbox-mcp-python-data \
-      "python3-numpy python3-pandas python3-matplotlib python3-munkres" \
-      'import numpy, pandas, matplotlib.pyplot; print(1)' \
-      'MPLBACKEND=Agg MPLCONFIGDIR=/tmp/matplotlib'
-  fi
+  for kind in "${stale[@]}"; do build_image "${kind}"; done
 }
 
 main "$@"

@@ -14,7 +14,6 @@ SANDBOX_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly SANDBOX_REPO_ROOT
 readonly SANDBOX_DOCKERD_LOG="${SANDBOX_DOCKERD_LOG:-/var/log/sandbox-mcp-dockerd.log}"
 readonly SANDBOX_DAEMON_JSON="${SANDBOX_DAEMON_JSON:-/etc/docker/daemon.json}"
-readonly SANDBOX_DEFAULT_IMAGE="${SANDBOX_IMAGE_TAG:-sandbox-mcp/python:latest}"
 
 SANDBOX_CHANGES=()
 SANDBOX_APT_UPDATED=0
@@ -300,16 +299,18 @@ verify_docker_engine() {
 }
 
 # --- build_images ----------------------------------------------------------------------------
+# docker/build-images.sh rebuilds an image only when its recipe (a label) differs from the
+# script's, so a machine with an older image picks up a changed recipe here.
 build_images() {
   log_step "build_images"
-  if docker image inspect "${SANDBOX_DEFAULT_IMAGE}" >/dev/null 2>&1; then
-    log_info "${SANDBOX_DEFAULT_IMAGE} present"
-    return 0
-  fi
-  local args=()
-  [[ "${SANDBOX_WITH_DATA:-0}" == 1 ]] && args+=(--with-data)
-  bash "${SANDBOX_REPO_ROOT}/docker/build-images.sh" "${args[@]}" >&2
-  note_change "built image ${SANDBOX_DEFAULT_IMAGE}"
+  local args=() status=0
+  [[ "${SANDBOX_WITH_MINIMAL:-0}" == 1 ]] && args+=(--minimal)
+  bash "${SANDBOX_REPO_ROOT}/docker/build-images.sh" "${args[@]}" >&2 || status=$?
+  case "${status}" in
+    0) note_change "built sandbox image(s) with docker/build-images.sh ${args[*]}" ;;
+    3) ;; # up to date
+    *) die "building the sandbox images failed (output above)" ;;
+  esac
 }
 
 # --- build_project ---------------------------------------------------------------------------

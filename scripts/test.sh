@@ -143,7 +143,8 @@ check_volume_leaks() {
 }
 
 main() {
-  run_setup_steps "${PRESET}"
+  # tests/e2e/images.test.mjs checks the minimal image too
+  SANDBOX_WITH_MINIMAL=1 run_setup_steps "${PRESET}"
 
   RESULTS_DIR="$(mktemp -d /tmp/sandbox-mcp-tests.XXXXXX)"
   trap 'rm -rf "${RESULTS_DIR}"' EXIT

@@ -149,6 +149,7 @@ void Agent::replyHello(std::int64_t id) {
                             {"agent_uid", ::getuid()},
                             {"cwd", cwd_.string()}};
     reply.update(executor_.pythonInfo());
+    reply.update(executor_.javascriptInfo());
     send(reply);
   });
 }

@@ -113,6 +113,14 @@ int shellStyleExitCode(int wait_status) noexcept {
   return -1;
 }
 
+std::string describeExit(int wait_status) {
+  if (WIFSIGNALED(wait_status)) {
+    return std::string("was killed by signal ") + std::to_string(WTERMSIG(wait_status)) + " (" +
+           ::strsignal(WTERMSIG(wait_status)) + ")";
+  }
+  return "exited with code " + std::to_string(shellStyleExitCode(wait_status));
+}
+
 void Reaper::reapAll() {
   for (;;) {
     int status = 0;

@@ -39,6 +39,8 @@ struct SpawnSpec {
 
 // Exit status as a shell reports it: the exit code, or 128 + signal number.
 [[nodiscard]] int shellStyleExitCode(int wait_status) noexcept;
+// "exited with code 3", "was killed by signal 9 (Killed)": for notes and log lines.
+[[nodiscard]] std::string describeExit(int wait_status);
 
 // Reaps every exited child and tells whoever asked about that pid.
 class Reaper {

@@ -29,7 +29,7 @@ ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request) {
   out.id = id;
   const auto kind_field = request.find("kind");
   if (kind_field != request.end() && !kind_field->is_string()) {
-    throw RequestError("exec: \"kind\" must be the string \"python\" or \"shell\"");
+    throw RequestError("exec: \"kind\" must be the string \"python\", \"javascript\" or \"shell\"");
   }
   const std::string kind =
       kind_field != request.end() ? kind_field->get<std::string>() : std::string();
@@ -37,8 +37,11 @@ ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request) {
     out.kind = ExecKind::kPython;
   } else if (kind == "shell") {
     out.kind = ExecKind::kShell;
+  } else if (kind == "javascript") {
+    out.kind = ExecKind::kJavascript;
   } else {
-    throw RequestError("exec: \"kind\" must be \"python\" or \"shell\", got \"" + kind + "\"");
+    throw RequestError("exec: \"kind\" must be \"python\", \"javascript\" or \"shell\", got \"" +
+                       kind + "\"");
   }
   const auto code = request.find("code");
   if (code == request.end() || !code->is_string()) {

@@ -13,7 +13,7 @@
 
 namespace agent {
 
-enum class ExecKind { kPython, kShell };
+enum class ExecKind { kPython, kShell, kJavascript };
 
 // Limits that keep every reply inside one frame (frame::kMaxPayloadBytes) even when the output is
 // all control characters, which JSON escapes as six bytes each.

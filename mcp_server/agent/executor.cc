@@ -9,59 +9,10 @@
 #include <system_error>
 #include <utility>
 
+#include "agent/executor_run.h"
 #include "agent/output_capture.h"
 
 namespace agent {
-namespace {
-
-constexpr std::size_t kMaxStartupOutputBytes = 4096;
-
-using Clock = std::chrono::steady_clock;
-
-std::string describeExit(int wait_status) {
-  if (WIFSIGNALED(wait_status)) {
-    return std::string("was killed by signal ") + std::to_string(WTERMSIG(wait_status)) + " (" +
-           ::strsignal(WTERMSIG(wait_status)) + ")";
-  }
-  return "exited with code " + std::to_string(shellStyleExitCode(wait_status));
-}
-
-}  // namespace
-
-struct Executor::Run {
-  Run(ExecRequest r, const std::filesystem::path& saved_output_dir)
-      : request(std::move(r)),
-        out(request.max_output_bytes),
-        err(request.max_output_bytes),
-        started(Clock::now()) {
-    if (request.save_output_bytes == 0) return;
-    const std::string prefix = "exec-" + std::to_string(request.id) + "-";
-    out.saveOverflowTo(std::make_unique<OutputSpill>(saved_output_dir, prefix + "stdout.txt",
-                                                     request.save_output_bytes));
-    err.saveOverflowTo(std::make_unique<OutputSpill>(saved_output_dir, prefix + "stderr.txt",
-                                                     request.save_output_bytes));
-  }
-
-  ExecRequest request;
-  OutputCapture out;
-  OutputCapture err;
-  Utf8Rechunker out_events;
-  Utf8Rechunker err_events;
-  Clock::time_point started;
-  EventLoop::TimerId deadline_timer = 0;
-  EventLoop::TimerId grace_timer = 0;
-  std::optional<std::string> stop_status;  // "timeout" | "cancelled" once the agent stops it
-  std::unique_ptr<ShellProcess> shell;
-  std::vector<std::string> notes;  // "[sandbox] ..." lines appended to stderr
-
-  [[nodiscard]] std::string stoppedBecause() const {
-    return *stop_status == "timeout" ? "exceeded " + formatSeconds(request.timeout)
-                                     : "was cancelled";
-  }
-  [[nodiscard]] int stoppedExitCode() const {
-    return *stop_status == "timeout" ? kTimeoutExitCode : kCancelledExitCode;
-  }
-};
 
 Executor::Executor(EventLoop& loop, Reaper& reaper, SendFrame send,
                    std::filesystem::path saved_output_dir)
@@ -82,6 +33,19 @@ void Executor::submit(ExecRequest request) {
 void Executor::pump() {
   while (!run_ && !queue_.empty()) {
     const ExecRequest& next = queue_.front();
+    if (next.kind == ExecKind::kJavascript && !(js_driver_ && js_driver_->ready())) {
+      if (js_driver_) return;  // starting: onJavascriptReady() pumps again
+      if (!front_start_attempted_) {
+        front_start_attempted_ = true;
+        startJavascript();
+        if (js_driver_) return;
+      }
+      const std::int64_t id = next.id;
+      queue_.pop_front();
+      front_start_attempted_ = false;
+      rejectRequest(id, js_failure_);
+      continue;
+    }
     if (next.kind == ExecKind::kPython && !(driver_ && driver_->ready())) {
       if (driver_) return;  // starting: onDriverReady() pumps again
       if (python3_ && !front_start_attempted_) {
@@ -110,6 +74,11 @@ void Executor::beginRun(ExecRequest request) {
   });
   if (run_->request.kind == ExecKind::kShell) {
     startShell();
+    return;
+  }
+  if (run_->request.kind == ExecKind::kJavascript) {
+    // When sending fails Node.js is dying: onJavascriptExit() (or the deadline) finishes this run.
+    (void)js_driver_->sendCell(run_->request.code, run_->request.max_output_bytes);
     return;
   }
   // When sending fails the driver is dying: onDriverExit() (or the deadline) finishes this run.
@@ -346,6 +315,10 @@ void Executor::stop(const std::string& status) {
   if (run_->request.kind == ExecKind::kPython) {
     if (driver_) driver_->interrupt();
     run_->grace_timer = loop_.addTimer(kPythonInterruptGrace, [this] { onPythonGraceExpired(); });
+  } else if (run_->request.kind == ExecKind::kJavascript) {
+    if (js_driver_) js_driver_->interrupt();
+    run_->grace_timer =
+        loop_.addTimer(kJavascriptInterruptGrace, [this] { onJavascriptGraceExpired(); });
   } else if (run_->shell) {
     run_->shell->signalGroup(SIGTERM);
     run_->grace_timer = loop_.addTimer(kShellTerminateGrace, [this] {
@@ -389,6 +362,16 @@ void Executor::finish(ExecResult result) {
                      "it was restarted and earlier state (variables, imports) was lost");
   }
   if (run.request.kind == ExecKind::kPython) state_lost_while_idle_ = false;
+  if (run.request.kind == ExecKind::kJavascript && js_state_lost_while_idle_) {
+    js_state_lost_while_idle_ = false;
+    if (!result.state_lost) {
+      result.state_lost = true;
+      run.notes.insert(run.notes.begin(),
+                       "[sandbox] the Node.js process had exited since the previous JavaScript "
+                       "execution; it was restarted and earlier state (variables, functions) was "
+                       "lost");
+    }
+  }
 
   result.stdout_text = run.out.data();
   result.stderr_text = run.err.data();
@@ -441,6 +424,7 @@ void Executor::pruneGroups() {
 void Executor::killEverything() noexcept {
   for (const pid_t pgid : groups_) signalGroup(pgid, SIGKILL);
   if (driver_) driver_->killGroup();
+  if (js_driver_) js_driver_->killGroup();
 }
 
 }  // namespace agent

@@ -1,5 +1,6 @@
-// Runs `exec` requests one at a time (FIFO): Python cells on the persistent driver, shell commands
-// in their own process groups. Owns deadlines, cancellation, output capture and the reply. Not
+// Runs `exec` requests one at a time (FIFO): Python cells on the persistent driver, JavaScript
+// cells on a persistent Node.js driver started on first use, shell commands in their own process
+// groups. Owns deadlines, cancellation, output capture and the reply. Not
 // thread-safe: everything runs on the agent's event loop.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include "agent/child_process.h"
 #include "agent/event_loop.h"
 #include "agent/exec_request.h"
+#include "agent/interpreter_driver.h"
 #include "agent/output_stream.h"
 #include "agent/python_driver.h"
 #include "agent/shell_process.h"
@@ -29,6 +31,8 @@ namespace agent {
 
 // How long an interrupted Python cell may take to stop before the interpreter is killed.
 inline constexpr std::chrono::milliseconds kPythonInterruptGrace{500};
+// How long an interrupted JavaScript cell may take to stop before Node.js is killed.
+inline constexpr std::chrono::milliseconds kJavascriptInterruptGrace{500};
 // How long a shell command's process group gets between SIGTERM and SIGKILL.
 inline constexpr std::chrono::milliseconds kShellTerminateGrace{200};
 // Files of output saved past the cap that are kept (the oldest are deleted beyond this).
@@ -56,6 +60,9 @@ class Executor {
   void whenPythonSettled(std::function<void()> callback);
   // {"python": bool, "python_version": str|null, "python_error": str (only when unavailable)}
   [[nodiscard]] nlohmann::json pythonInfo() const;
+  // {"javascript": bool (node is on PATH; it starts on the first JavaScript exec),
+  //  "node_version": str|null (once started)}
+  [[nodiscard]] nlohmann::json javascriptInfo() const;
 
   // Forgets process groups that have no members left (call after reaping).
   void pruneGroups();
@@ -76,6 +83,14 @@ class Executor {
   void onDriverReply(const nlohmann::json& reply);
   void onDriverExit(int wait_status);
   void onPythonGraceExpired();
+
+  // JavaScript (executor_javascript.cc)
+  void startJavascript();
+  void onJavascriptReady();
+  void onJavascriptOutput(OutputStream stream, std::string_view data);
+  void onJavascriptReply(const nlohmann::json& reply);
+  void onJavascriptExit(int wait_status);
+  void onJavascriptGraceExpired();
 
   void startShell();
   void onShellExit(int wait_status);
@@ -99,6 +114,13 @@ class Executor {
   bool front_start_attempted_ = false;  // the queued Python request already triggered a start
   bool state_lost_while_idle_ = false;  // the driver died between cells
   std::vector<std::function<void()>> python_waiters_;
+
+  std::optional<std::string> node_;  // found on the first JavaScript exec
+  bool node_looked_up_ = false;
+  std::unique_ptr<InterpreterDriver> js_driver_;
+  std::string js_failure_;         // why Node.js is not running, for replies
+  std::string js_startup_output_;  // what a failing Node.js printed before it was ready
+  bool js_state_lost_while_idle_ = false;
 
   const std::filesystem::path saved_output_dir_;
   std::deque<std::filesystem::path> saved_output_files_;  // oldest first

@@ -203,14 +203,49 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   requireAtLeast(out.idle_timeout_s, 1, "sessions.idle_timeout_s");
 }
 
+constexpr std::size_t kMaxPreloadModules = 32;
+constexpr std::size_t kMaxModuleNameChars = 200;
+
+// A dotted Python module name of ASCII identifiers ("matplotlib.pyplot").
+bool isModuleName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxModuleNameChars) return false;
+  bool at_start = true;
+  for (const char c : name) {
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    const bool digit = c >= '0' && c <= '9';
+    if (c == '.') {
+      if (at_start) return false;
+      at_start = true;
+    } else if (letter || (digit && !at_start)) {
+      at_start = false;
+    } else {
+      return false;
+    }
+  }
+  return !at_start;
+}
+
 void readPool(ObjectReader& parent, PoolConfig& out) {
   const json* node = parent.child("pool");
   if (!node) return;
   ObjectReader r(*node, "pool");
   r.read("size", out.size);
+  r.read("preload_python", out.preload_python);
   r.rejectUnknown();
   requireAtLeast(out.size, 0, "pool.size");
   if (out.size > 64) ObjectReader::fail("pool.size", "must be <= 64");
+  if (out.preload_python.size() > kMaxPreloadModules) {
+    ObjectReader::fail("pool.preload_python",
+                       "names at most " + std::to_string(kMaxPreloadModules) + " modules");
+  }
+  for (std::size_t i = 0; i < out.preload_python.size(); ++i) {
+    if (!isModuleName(out.preload_python[i])) {
+      ObjectReader::fail("pool.preload_python[" + std::to_string(i) + "]",
+                         "must be a Python module name such as \"numpy\" or "
+                         "\"matplotlib.pyplot\" (letters, digits, '_' and dots), got \"" +
+                             out.preload_python[i].substr(0, 80) + "\"");
+    }
+  }
 }
 
 void readVolumes(ObjectReader& parent, VolumesConfig& out) {
@@ -430,7 +465,7 @@ json toJson(const ServerConfig& c) {
       {"resources", {{"max_read_bytes", c.resources.max_read_bytes}}},
       {"sessions",
        {{"max_sessions", c.sessions.max_sessions}, {"idle_timeout_s", c.sessions.idle_timeout_s}}},
-      {"pool", {{"size", c.pool.size}}},
+      {"pool", {{"size", c.pool.size}, {"preload_python", c.pool.preload_python}}},
       {"volumes", {{"allowed_host_dirs", dirs}}},
       {"http",
        {{"path", c.http.path},

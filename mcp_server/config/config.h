@@ -104,6 +104,10 @@ struct SessionsConfig {
 // one session only and is destroyed with it.
 struct PoolConfig {
   std::int64_t size = 2;  // 0 disables the pool
+  // Modules each pooled sandbox's Python imports before it is handed out, so a session's first
+  // `import pandas` is instant (seconds otherwise). Dotted module names; empty: none. Imported
+  // into sys.modules only, no names are bound; modules the image lacks are skipped.
+  std::vector<std::string> preload_python = {"numpy", "pandas", "matplotlib.pyplot"};
 };
 
 struct VolumesConfig {

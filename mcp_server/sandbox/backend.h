@@ -59,7 +59,7 @@ struct SandboxSpec {
   std::string python_helper_dir;
 };
 
-enum class ExecKind { kPython, kShell };
+enum class ExecKind { kPython, kShell, kJavascript };
 
 struct ExecRequest {
   ExecKind kind = ExecKind::kPython;
@@ -85,7 +85,7 @@ struct ExecResult {
   std::string stdout_text;
   std::string stderr_text;
   int exit_code = 0;
-  std::optional<std::string> result;  // repr of a trailing bare expression (Python only)
+  std::optional<std::string> result;  // repr of a trailing bare expression (Python, JavaScript)
   bool stdout_truncated = false;
   bool stderr_truncated = false;
   std::uint64_t stdout_bytes = 0;

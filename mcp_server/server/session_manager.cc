@@ -75,6 +75,7 @@ SessionManager::SessionManager(const config::ServerConfig& config, sandbox::Back
   if (config_.pool.size > 0) {
     WarmPoolOptions options;
     options.size = static_cast<std::size_t>(config_.pool.size);
+    options.preload_python = config_.pool.preload_python;
     pool_ = std::make_unique<WarmPool>(
         backend_,
         [this] {

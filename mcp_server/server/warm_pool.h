@@ -15,7 +15,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "common/cancel_token.h"
 #include "sandbox/backend.h"
 
 namespace server {
@@ -29,7 +31,15 @@ struct WarmPoolOptions {
   std::size_t size = 2;
   std::chrono::milliseconds retry_delay{1000};       // after a failed creation; doubles each time
   std::chrono::milliseconds max_retry_delay{30000};  // the cap of that back-off
+  // Python modules a new sandbox imports before it is pooled (validated module names); empty:
+  // none. A failed or slow import is harmless: the sandbox is pooled all the same.
+  std::vector<std::string> preload_python;
+  std::chrono::milliseconds preload_timeout{60000};
 };
+
+// The Python cell that imports `modules` into sys.modules without binding any name in the
+// session's namespace, skipping those that fail. Names must be valid module names.
+[[nodiscard]] std::string preloadCode(const std::vector<std::string>& modules);
 
 class WarmPool {
  public:
@@ -65,6 +75,7 @@ class WarmPool {
     std::unique_ptr<sandbox::Sandbox> sandbox;
   };
   void fillLoop();
+  void preload(sandbox::Sandbox& sandbox);
 
   sandbox::Backend& backend_;
   ProfileFn profile_;
@@ -75,6 +86,7 @@ class WarmPool {
   bool stopping_ = false;
   std::deque<Ready> ready_;
   Stats stats_;
+  CancelToken stopping_token_;  // interrupts a preload when stop() comes
   std::thread filler_;
 };
 

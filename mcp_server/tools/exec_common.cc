@@ -100,9 +100,11 @@ json execInputSchema(const config::ServerConfig& config, const char* code_field,
       {"description", "Seconds before the execution is stopped (the session survives)."}};
   if (with_language) {
     properties["language"] = {{"type", "string"},
-                              {"enum", {"python"}},
+                              {"enum", {"python", "javascript"}},
                               {"default", "python"},
-                              {"description", "Language of code."}};
+                              {"description",
+                               "python, or javascript (Node.js; its own persistent context "
+                               "in the same sandbox and files)."}};
   }
   return json{{"type", "object"},
               {"properties", properties},
@@ -123,7 +125,8 @@ json execOutputSchema() {
         {"exit_code", {{"type", "integer"}}},
         {"result",
          {{"type", {"string", "null"}},
-          {"description", "repr of the value of a trailing expression (Python)"}}},
+          {"description",
+           "repr of the value of a trailing expression (Python repr, JavaScript util.inspect)"}}},
         {"execution_id", {{"type", "string"}}},
         {"session_id", {{"type", "string"}, {"description", "pass it back to keep state"}}},
         {"session_created", {{"type", "boolean"}}},

@@ -6,22 +6,25 @@ namespace tools {
 Tool makeRunCodeTool(const config::ServerConfig& config) {
   ToolSpec spec{
       "run_code",
-      "Run Python in a sandbox",
-      "Run Python code in an isolated, network-less sandbox (gVisor). State persists within a "
-      "session: variables, imports and functions survive between calls with the same "
-      "session_id. The value of a trailing expression is returned as `result`, like a notebook "
-      "cell. Omit session_id to start a new session; its id is in the result. Figures "
-      "(plt.show(), figures still open at the end, display(obj)) come back as images. Output "
-      "past the cap is saved in the sandbox and linked as sandbox://{session_id}/{path}: read "
-      "it with resources/read or download_file. Long runs: raise `timeout`; it may run as an "
-      "MCP task (tasks/get, tasks/result).",
-      execInputSchema(config, "code", "Python source to execute.", true),
+      "Run Python or JavaScript in a sandbox",
+      "Run Python (default) or JavaScript (language \"javascript\", Node.js) in an isolated, "
+      "network-less sandbox (gVisor). State persists within a session: variables, imports and "
+      "functions survive between calls with the same session_id (each language keeps its own; "
+      "both share the session's files). The value of a trailing expression is returned as "
+      "`result`, like a notebook cell. Omit session_id to start a new session; its id is in the "
+      "result. Figures (plt.show(), figures still open at the end, display(obj)) come back as "
+      "images. Output past the cap is saved in the sandbox and linked as "
+      "sandbox://{session_id}/{path}: read it with resources/read or download_file. Long runs: "
+      "raise `timeout`; it may run as an MCP task (tasks/get, tasks/result).",
+      execInputSchema(config, "code", "Source code to execute.", true),
       execOutputSchema(),
       kExecAnnotations,
       TaskSupport::kOptional};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
-                return runExecution(arguments, ctx, sandbox::ExecKind::kPython,
-                                    arguments.at("code").get<std::string>());
+                const auto kind = arguments.value("language", "python") == "javascript"
+                                      ? sandbox::ExecKind::kJavascript
+                                      : sandbox::ExecKind::kPython;
+                return runExecution(arguments, ctx, kind, arguments.at("code").get<std::string>());
               }};
 }
 

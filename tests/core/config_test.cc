@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -60,6 +61,28 @@ TEST(Config, SandboxBuildAndImageFieldsAreValidated) {
             "config: sandbox.build_timeout_s must be >= 1");
   // The old switch is named in the error, with its replacement.
   EXPECT_NE(errorOf({{"sandbox", {{"strict_gvisor", true}}}}).find("allow_runc_fallback"),
+            std::string::npos);
+}
+
+TEST(Config, PoolPreloadNamesPythonModulesOnly) {
+  const auto defaults = config::fromJson(json::object());
+  EXPECT_EQ(defaults.pool.preload_python,
+            (std::vector<std::string>{"numpy", "pandas", "matplotlib.pyplot"}));
+  EXPECT_TRUE(config::fromJson(json{{"pool", {{"preload_python", json::array()}}}})
+                  .pool.preload_python.empty());
+  EXPECT_EQ(config::fromJson(json{{"pool", {{"preload_python", {"scipy.stats", "_x1"}}}}})
+                .pool.preload_python.size(),
+            2U);
+  // Each name ends up inside Python source: anything but a dotted identifier is refused.
+  for (const char* bad :
+       {"os; import x", "a..b", ".a", "a.", "1abc", "a-b", "", "'x'", "numpy\n__import__('os')"}) {
+    const std::string error = errorOf(json{{"pool", {{"preload_python", {"numpy", bad}}}}});
+    EXPECT_NE(error.find("pool.preload_python[1]"), std::string::npos) << bad << ": " << error;
+  }
+  EXPECT_NE(errorOf(json{{"pool", {{"preload_python", "numpy"}}}}).find("pool.preload_python"),
+            std::string::npos);
+  EXPECT_NE(errorOf(json{{"pool", {{"preload_python", std::vector<std::string>(33, "m")}}}})
+                .find("at most 32"),
             std::string::npos);
 }
 

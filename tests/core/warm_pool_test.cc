@@ -1,9 +1,12 @@
 #include "server/warm_pool.h"
 
 #include <gtest/gtest.h>
+#include <stdio.h>
 
 #include <chrono>
+#include <cstdio>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "fake_backend.h"
@@ -38,6 +41,34 @@ server::WarmPoolOptions fastOptions(std::size_t size) {
   options.retry_delay = 5ms;
   options.max_retry_delay = 20ms;
   return options;
+}
+
+// Runs Python source with the host's python3 and returns what it printed.
+std::string runPython(const std::string& code) {
+  const std::string path = ::testing::TempDir() + "/preload_test.py";
+  {
+    std::FILE* file = std::fopen(path.c_str(), "w");
+    EXPECT_NE(file, nullptr);
+    std::fputs(code.c_str(), file);
+    std::fclose(file);
+  }
+  std::FILE* pipe = ::popen(("python3 " + path).c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  EXPECT_EQ(::pclose(pipe), 0) << out;
+  return out;
+}
+
+TEST(WarmPool, PreloadCodeImportsModulesWithoutBindingNames) {
+  const std::string code = server::preloadCode({"json", "no_such_module_x", "xml.dom.minidom"});
+  const std::string out =
+      runPython(code +
+                "\nimport sys\n"
+                "print(sorted(k for k in globals() if not k.startswith('__')))\n"
+                "print('json' in sys.modules, 'xml.dom.minidom' in sys.modules)\n");
+  EXPECT_EQ(out, "['sys']\nTrue True\n") << code;
 }
 
 TEST(SameProfile, ComparesEverythingButLabels) {

@@ -344,11 +344,23 @@ std::vector<HealthCheck> DockerBackend::checkRuntime() {
 HealthCheck DockerBackend::checkImage() {
   HealthCheck check{"default image", false, ""};
   try {
-    check.ok = imageExists(options_.default_image);
-    check.detail = check.ok ? options_.default_image + " is present"
-                            : options_.default_image +
-                                  " is missing. Fix: docker/build-images.sh (images cannot be "
-                                  "pulled here)";
+    const auto facts = inspectImage(options_.default_image);
+    check.ok = facts.has_value();
+    if (!check.ok) {
+      check.detail = options_.default_image +
+                     " is missing. Fix: docker/build-images.sh (images cannot be pulled here)";
+      return check;
+    }
+    check.detail = options_.default_image + " is present";
+    const auto& labels = facts->labels;
+    if (const auto recipe = labels.find("sandbox-mcp.recipe"); recipe != labels.end()) {
+      check.detail += " (docker/build-images.sh recipe " + recipe->second + ")";
+    } else if (labels.contains("sandbox-mcp.image")) {
+      // Built by the script before images carried a recipe: the Python-only image.
+      check.detail +=
+          ", built by an older docker/build-images.sh (Python only: no numpy, pandas, matplotlib "
+          "or Node.js). Fix: scripts/setup.sh rebuilds it";
+    }
   } catch (const std::exception& e) {
     check.detail = e.what();
   }

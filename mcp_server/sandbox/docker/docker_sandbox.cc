@@ -175,7 +175,9 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
                                const OutputCallback& on_output) {
   nlohmann::json message = {
       {"op", "exec"},
-      {"kind", request.kind == ExecKind::kPython ? "python" : "shell"},
+      {"kind", request.kind == ExecKind::kPython       ? "python"
+               : request.kind == ExecKind::kJavascript ? "javascript"
+                                                       : "shell"},
       {"code", request.code},
       {"timeout_ms", request.timeout.count()},
       {"max_output_bytes", request.max_output_bytes},
