@@ -2,10 +2,16 @@
 
 It is embedded into the agent at build time and started as `python3 -u -c <this file>`.
 Protocol (one JSON object per line):
-  fd 3, agent -> driver: {"code": str, "max_result_chars": int}
+  fd 3, agent -> driver: {"code": str, "max_result_chars": int, "max_images": int,
+        "image_max_bytes": int, "image_max_px": int, "figures_dir": str}
   fd 4, driver -> agent: first {"ready": true, "python_version": "3.11.2"}, then one reply per
         command: {"status": "success" | "error", "exit_code": int, "result": str | null,
-                  "interrupted": bool}
+                  "interrupted": bool, "images"?: [{"path", "width", "height", "bytes",
+                  "data_b64"}], "table"?: {"kind", "shape", "dtypes", "dtypes_cut"}}
+Figures a cell leaves open (or shows with plt.show(), or passes to display()) and values with
+_repr_png_ come back as PNG images, saved full size under figures_dir and sent inline downscaled
+to the limits; a pandas DataFrame/Series value comes back as a compact text table plus its shape
+and dtypes (rich_display.py holds that part).
 User code's stdout/stderr are this process's fd 1/2: pipes the agent reads, so output of
 subprocesses is captured too. Everything is flushed before a reply is written, so output is never
 attributed to the next cell.
@@ -113,21 +119,28 @@ def _exit_status(exit_request):
     return 1
 
 
-def _run_cell(code, namespace, max_result_chars):
+def _run_cell(command, namespace):
+    max_result_chars = int(command.get("max_result_chars", 1 << 20))
     reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": False}
     try:
-        body, last = _compile_cell(code)
+        body, last = _compile_cell(command["code"])
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
         return reply
     if signal.getsignal(signal.SIGINT) is not _on_sigint:
         signal.signal(signal.SIGINT, _on_sigint)  # user code replaced it in an earlier cell
+    collector = _Collector(command, _State.cells)
+    _Collector.current = collector
     _State.running = True
     try:
-        exec(body, namespace)
-        value = eval(last, namespace) if last is not None else None
-        if value is not None:
-            reply["result"] = _shorten(repr(value), max_result_chars)
+        try:
+            exec(body, namespace)
+            value = eval(last, namespace) if last is not None else None
+            if value is not None:
+                reply["result"], extra = _rich_result(value, max_result_chars, _shorten)
+                reply.update(extra)
+        finally:
+            _capture_open_figures()  # as in a notebook, also when the cell failed
         reply.update(status="success", exit_code=0)
     except SystemExit as exc:
         _State.running = False
@@ -139,6 +152,8 @@ def _run_cell(code, namespace, max_result_chars):
         _print_exception(exc)
     finally:
         _State.running = False
+        _Collector.current = None
+    reply.update(collector.reply_fields())
     return reply
 
 
@@ -163,9 +178,7 @@ def _main():
         if not line:
             break  # the agent went away
         try:
-            request = json.loads(line)
-            limit = int(request.get("max_result_chars", 1 << 20))
-            reply = _run_cell(request["code"], namespace, limit)
+            reply = _run_cell(json.loads(line), namespace)
         except KeyboardInterrupt:  # the interrupt landed in driver code around the cell
             reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": True}
         except Exception as exc:  # a malformed command: an agent bug, reported, not fatal

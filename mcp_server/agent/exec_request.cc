@@ -62,6 +62,16 @@ ExecRequest parseExecRequest(std::int64_t id, const nlohmann::json& request) {
     if (!stream->is_boolean()) throw RequestError("exec: \"stream\" must be true or false");
     out.stream = stream->get<bool>();
   }
+  out.images.max_count = static_cast<std::size_t>(std::min<std::int64_t>(
+      positiveInteger(request, "max_images", static_cast<std::int64_t>(out.images.max_count), true),
+      static_cast<std::int64_t>(common::kMaxImagesLimit)));
+  out.images.max_bytes = static_cast<std::size_t>(std::min<std::int64_t>(
+      positiveInteger(request, "image_max_bytes", static_cast<std::int64_t>(out.images.max_bytes),
+                      false),
+      static_cast<std::int64_t>(common::kMaxImageBytesLimit)));
+  out.images.max_px =
+      std::clamp<std::int64_t>(positiveInteger(request, "image_max_px", out.images.max_px, false),
+                               common::kMinImagePx, common::kMaxImagePx);
   return out;
 }
 
@@ -79,6 +89,7 @@ nlohmann::json toReply(std::int64_t id, const ExecResult& result) {
       {"stderr_bytes", result.stderr_bytes},
       {"duration_ms", result.duration_ms},
       {"state_lost", result.state_lost}};
+  common::writeRichOutput(reply, result.rich);
   if (!result.saved_outputs.empty()) {
     auto& saved = reply["saved_output"];
     for (const auto& file : result.saved_outputs) {

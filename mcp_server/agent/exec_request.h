@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/request_error.h"
+#include "common/rich_output.h"
 
 namespace agent {
 
@@ -33,6 +34,8 @@ struct ExecRequest {
   // Per stream: output past max_output_bytes is saved to a file up to this size; 0 = not saved.
   std::uint64_t save_output_bytes = 0;
   bool stream = false;
+  // Images (figures, display()) a Python cell may send back inline; max_count 0: none.
+  common::ImageLimits images;
 };
 
 // Throws RequestError naming the offending field.
@@ -57,6 +60,7 @@ struct ExecResult {
     bool complete = false;  // false: the file reached its limit or a write failed
   };
   std::vector<SavedOutput> saved_outputs;
+  common::RichOutput rich;  // images and a table summary (Python only)
 };
 
 [[nodiscard]] nlohmann::json toReply(std::int64_t id, const ExecResult& result);

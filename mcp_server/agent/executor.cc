@@ -82,7 +82,8 @@ void Executor::beginRun(ExecRequest request) {
     return;
   }
   // When sending fails the driver is dying: onDriverExit() (or the deadline) finishes this run.
-  (void)driver_->sendCell(run_->request.code, run_->request.max_output_bytes);
+  (void)driver_->sendCell(run_->request.code, run_->request.max_output_bytes, run_->request.images,
+                          (saved_output_dir_.parent_path() / "figures").string());
 }
 
 void Executor::rejectRequest(std::int64_t id, const std::string& error) {
@@ -211,6 +212,8 @@ void Executor::onDriverReply(const nlohmann::json& reply) {
       const std::size_t cap = run_->request.max_output_bytes;
       result.result = text.size() <= cap ? text : text.substr(0, cap) + "...[result cut]";
     }
+    result.rich = common::parseRichOutput(reply, run_->request.images);
+    for (const auto& why : result.rich.dropped) run_->notes.push_back("[sandbox] " + why);
   }
   finish(std::move(result));
 }

@@ -11,7 +11,8 @@
 #include <cstring>
 #include <utility>
 
-#include "agent/driver_source.h"  // generated from driver.py: kDriverSource
+#include "agent/driver_source.h"        // generated from driver.py: kDriverSource
+#include "agent/rich_display_source.h"  // generated from rich_display.py: kRichDisplaySource
 #include "common/json_codec.h"
 
 namespace agent {
@@ -54,7 +55,9 @@ PythonDriver::PythonDriver(EventLoop& loop, Reaper& reaper, const std::string& p
   Pipe err = makePipe(true);
   SpawnSpec spec;
   spec.executable = python3;
-  spec.argv = {"python3", "-u", "-c", std::string(kDriverSource)};
+  // rich_display.py first: driver.py uses what it defines (one program, one globals dict).
+  spec.argv = {"python3", "-u", "-c",
+               std::string(kRichDisplaySource) + "\n" + std::string(kDriverSource)};
   spec.fds = {{1, out.write_end.get()},
               {2, err.write_end.get()},
               {kCommandFd, commands.read_end.get()},
@@ -82,8 +85,14 @@ PythonDriver::~PythonDriver() {
   reaper_.forget(pid_);
 }
 
-bool PythonDriver::sendCell(std::string_view code, std::size_t max_result_chars) {
-  const nlohmann::json command = {{"code", code}, {"max_result_chars", max_result_chars}};
+bool PythonDriver::sendCell(std::string_view code, std::size_t max_result_chars,
+                            const common::ImageLimits& images, const std::string& figures_dir) {
+  const nlohmann::json command = {{"code", code},
+                                  {"max_result_chars", max_result_chars},
+                                  {"max_images", images.max_count},
+                                  {"image_max_bytes", images.max_bytes},
+                                  {"image_max_px", images.max_px},
+                                  {"figures_dir", figures_dir}};
   const std::string line =
       command.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::string_view rest(line);

@@ -17,6 +17,7 @@
 #include "agent/event_loop.h"
 #include "agent/output_stream.h"
 #include "agent/pipe_reader.h"
+#include "common/rich_output.h"
 
 namespace agent {
 
@@ -41,7 +42,10 @@ class PythonDriver {
 
   // Sends one cell; exactly one on_reply (or on_exit) follows. Returns false when the driver's
   // command pipe is broken (the process is dying; on_exit follows).
-  [[nodiscard]] bool sendCell(std::string_view code, std::size_t max_result_chars);
+  // Figures the cell leaves open, or shows, are saved under `figures_dir` and sent back inline
+  // within `images`.
+  [[nodiscard]] bool sendCell(std::string_view code, std::size_t max_result_chars,
+                              const common::ImageLimits& images, const std::string& figures_dir);
   void interrupt() noexcept;  // SIGINT to the interpreter (KeyboardInterrupt in user code)
   void killGroup() noexcept;  // SIGKILL to the interpreter and everything it started
   void drainOutput();         // collect output already written (call before using a reply)

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/json_limits.h"
+#include "common/rich_output.h"
 #include "policy/policy.h"
 
 namespace config {
@@ -160,6 +161,30 @@ void readExecution(ObjectReader& parent, ExecutionConfig& out) {
   requireAtLeast(out.max_file_bytes, 1024, "execution.max_file_bytes");
   if (out.max_file_bytes > 48LL * 1024 * 1024) {
     ObjectReader::fail("execution.max_file_bytes", "must be <= 50331648 (48 MiB)");
+  }
+}
+
+void readImages(ObjectReader& parent, ImagesConfig& out) {
+  const json* node = parent.child("images");
+  if (!node) return;
+  ObjectReader r(*node, "images");
+  r.read("max_per_call", out.max_per_call);
+  r.read("max_px", out.max_px);
+  r.read("max_bytes", out.max_bytes);
+  r.rejectUnknown();
+  requireAtLeast(out.max_per_call, 0, "images.max_per_call");
+  if (out.max_per_call > static_cast<std::int64_t>(common::kMaxImagesLimit)) {
+    ObjectReader::fail("images.max_per_call",
+                       "must be <= " + std::to_string(common::kMaxImagesLimit));
+  }
+  requireAtLeast(out.max_px, common::kMinImagePx, "images.max_px");
+  if (out.max_px > common::kMaxImagePx) {
+    ObjectReader::fail("images.max_px", "must be <= " + std::to_string(common::kMaxImagePx));
+  }
+  requireAtLeast(out.max_bytes, 1024, "images.max_bytes");
+  if (out.max_bytes > static_cast<std::int64_t>(common::kMaxImageBytesLimit)) {
+    ObjectReader::fail("images.max_bytes",
+                       "must be <= " + std::to_string(common::kMaxImageBytesLimit) + " (4 MiB)");
   }
 }
 
@@ -383,6 +408,7 @@ ServerConfig fromJson(const json& document) {
   readSandbox(root, config.sandbox);
   readExecution(root, config.execution);
   readResources(root, config.resources);
+  readImages(root, config.images);
   readTasks(root, config.tasks);
   readSessions(root, config.sessions);
   readPool(root, config.pool);
@@ -463,6 +489,10 @@ json toJson(const ServerConfig& c) {
         {"max_concurrent", c.execution.max_concurrent},
         {"max_saved_output_bytes", c.execution.max_saved_output_bytes}}},
       {"resources", {{"max_read_bytes", c.resources.max_read_bytes}}},
+      {"images",
+       {{"max_per_call", c.images.max_per_call},
+        {"max_px", c.images.max_px},
+        {"max_bytes", c.images.max_bytes}}},
       {"sessions",
        {{"max_sessions", c.sessions.max_sessions}, {"idle_timeout_s", c.sessions.idle_timeout_s}}},
       {"pool", {{"size", c.pool.size}, {"preload_python", c.pool.preload_python}}},

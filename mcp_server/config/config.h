@@ -75,6 +75,15 @@ struct ExecutionConfig {
   std::int64_t max_saved_output_bytes = 32LL * 1024 * 1024;
 };
 
+// Images a Python cell sends back as MCP image content (figures, display(), _repr_png_): each is
+// downscaled until it fits, so that one call cannot flood a model's context; the full-size PNG
+// stays in the sandbox (its path and sandbox:// URI are in structuredContent.images).
+struct ImagesConfig {
+  std::int64_t max_per_call = 8;           // 0: no images are sent
+  std::int64_t max_px = 1568;              // longest side of an image sent inline
+  std::int64_t max_bytes = 1024LL * 1024;  // PNG bytes of one image sent inline
+};
+
 struct ResourcesConfig {
   // Bytes one resources/read returns at most; larger files are read in ranges (?offset=&length=).
   std::int64_t max_read_bytes = 1024LL * 1024;
@@ -179,6 +188,7 @@ struct ServerConfig {
   SandboxConfig sandbox;
   ExecutionConfig execution;
   ResourcesConfig resources;
+  ImagesConfig images;
   TasksConfig tasks;
   SessionsConfig sessions;
   PoolConfig pool;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/cancel_token.h"
+#include "common/rich_output.h"
 #include "sandbox/build_file.h"
 #include "sandbox/image_policy.h"
 
@@ -70,6 +71,8 @@ struct ExecRequest {
   // 0: dropped.
   std::uint64_t save_output_bytes = 0;
   bool stream = false;  // deliver output events while running
+  // Images a Python cell may send back inline (figures, display()); max_count 0: none.
+  common::ImageLimits images;
 };
 
 // The whole of a stream that outgrew the cap, kept as a file in the sandbox.
@@ -93,6 +96,7 @@ struct ExecResult {
   double duration_ms = 0;
   bool state_lost = false;  // the Python interpreter was restarted: globals are gone
   std::vector<SavedOutput> saved_outputs;
+  common::RichOutput rich;  // images and a pandas table summary (Python only)
 };
 
 // A part of a file: what readFileRange returns.

@@ -28,6 +28,23 @@ std::string renderText(const json& s) {
             " stdout bytes and " + std::to_string(s["stderr_bytes"].get<std::uint64_t>()) +
             " stderr bytes were produced; only the first of each is shown]";
   }
+  if (const auto table = s.find("table"); table != s.end()) {
+    const auto& shape = (*table)["shape"];
+    text += "\n[" + (*table)["kind"].get<std::string>() + " of shape " + shape.dump() + "]";
+  }
+  if (const auto images = s.find("images"); images != s.end()) {
+    std::size_t number = 0;
+    for (const auto& image : *images) {
+      ++number;
+      text += "\n[image " + std::to_string(number) + ": " +
+              std::to_string(image["width"].get<std::int64_t>()) + "x" +
+              std::to_string(image["height"].get<std::int64_t>()) + " PNG, sent at " +
+              std::to_string(image["sent_width"].get<std::int64_t>()) + "x" +
+              std::to_string(image["sent_height"].get<std::int64_t>()) +
+              (image.contains("uri") ? "; full size: " + image["uri"].get<std::string>() : "") +
+              "]";
+    }
+  }
   if (const auto saved = s.find("saved_output"); saved != s.end()) {
     for (const auto& file : *saved) {
       text += "\n[the whole " + file["stream"].get<std::string>() + " (" +
@@ -67,6 +84,55 @@ void linkSavedOutputs(const sandbox::ExecResult& result, const std::string& exec
     out.extra_content.push_back(std::move(resource));
   }
   out.structured["saved_output"] = std::move(saved);
+}
+
+// Images become MCP image content (downscaled, as the sandbox sent them) and entries of
+// structuredContent.images whose uri reads the full-size file; a table's shape and dtypes go
+// to structuredContent.table.
+void addRichOutput(sandbox::ExecResult& result, const std::string& execution_id,
+                   server::Session& session, ToolResult& out) {
+  if (result.rich.table) {
+    const auto& table = *result.rich.table;
+    json dtypes = json::array();
+    for (const auto& [column, dtype] : table.dtypes) {
+      dtypes.push_back({{"column", column}, {"dtype", dtype}});
+    }
+    out.structured["table"] = {{"kind", table.kind},
+                               {"shape", table.shape},
+                               {"dtypes", std::move(dtypes)},
+                               {"dtypes_cut", table.dtypes_cut}};
+  }
+  if (result.rich.images.empty()) return;
+  json images = json::array();
+  std::size_t number = 0;
+  for (auto& image : result.rich.images) {
+    ++number;
+    json entry{{"mime", "image/png"},
+               {"width", image.width},
+               {"height", image.height},
+               {"bytes", image.bytes},
+               {"sent_width", image.data_width},
+               {"sent_height", image.data_height},
+               {"sent_bytes", image.data_bytes}};
+    if (!image.path.empty()) {
+      const std::string uri = server::makeSandboxUri(session.id(), image.path);
+      entry["path"] = image.path;
+      entry["uri"] = uri;
+      session.rememberResource(
+          {{"uri", uri},
+           {"name", execution_id + "-image-" + std::to_string(number) + ".png"},
+           {"title", "Image " + std::to_string(number) + " of " + execution_id},
+           {"description", "Full-size PNG (" + std::to_string(image.width) + "x" +
+                               std::to_string(image.height) + ") shown by " + execution_id +
+                               " in session " + session.id()},
+           {"mimeType", "image/png"},
+           {"size", image.bytes}});
+    }
+    images.push_back(std::move(entry));
+    out.extra_content.push_back(
+        {{"type", "image"}, {"data", std::move(image.data_b64)}, {"mimeType", "image/png"}});
+  }
+  out.structured["images"] = std::move(images);
 }
 
 json toStructured(const sandbox::ExecResult& r, const std::string& execution_id,
@@ -148,6 +214,43 @@ json execOutputSchema() {
               {"bytes", {{"type", "integer"}}},
               {"complete", {{"type", "boolean"}}}}},
             {"required", {"stream", "path", "uri", "bytes", "complete"}}}}}},
+        {"images",
+         {{"type", "array"},
+          {"description",
+           "images the cell showed (matplotlib figures open at its end or shown with plt.show(), "
+           "display(obj), values with _repr_png_), in the order of the image content blocks; "
+           "each was downscaled to fit the server's limits before sending, and uri reads the "
+           "full-size PNG with resources/read"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"mime", {{"type", "string"}}},
+              {"width", {{"type", "integer"}}},
+              {"height", {{"type", "integer"}}},
+              {"bytes", {{"type", "integer"}}},
+              {"sent_width", {{"type", "integer"}}},
+              {"sent_height", {{"type", "integer"}}},
+              {"sent_bytes", {{"type", "integer"}}},
+              {"path", {{"type", "string"}}},
+              {"uri", {{"type", "string"}}}}},
+            {"required",
+             {"mime", "width", "height", "bytes", "sent_width", "sent_height", "sent_bytes"}}}}}},
+        {"table",
+         {{"type", "object"},
+          {"description",
+           "when the cell's value is a pandas DataFrame or Series: result holds it as a compact "
+           "text table (rows and columns elided past a limit); this gives its shape and dtypes"},
+          {"properties",
+           {{"kind", {{"type", "string"}, {"enum", {"DataFrame", "Series"}}}},
+            {"shape", {{"type", "array"}, {"items", {{"type", "integer"}}}}},
+            {"dtypes",
+             {{"type", "array"},
+              {"items",
+               {{"type", "object"},
+                {"properties",
+                 {{"column", {{"type", "string"}}}, {"dtype", {{"type", "string"}}}}}}}}},
+            {"dtypes_cut", {{"type", "boolean"}}}}},
+          {"required", {"kind", "shape", "dtypes"}}}},
         {"state_lost",
          {{"type", "boolean"},
           {"description",
@@ -193,6 +296,13 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
       static_cast<std::uint64_t>(ctx.config.execution.max_saved_output_bytes);
   OutputForwarder forwarder(ctx);
   request.stream = forwarder.enabled();
+  if (kind == sandbox::ExecKind::kPython) {
+    request.images.max_count = static_cast<std::size_t>(ctx.config.images.max_per_call);
+    request.images.max_px = ctx.config.images.max_px;
+    request.images.max_bytes = static_cast<std::size_t>(ctx.config.images.max_bytes);
+  } else {
+    request.images.max_count = 0;
+  }
 
   sandbox::ExecResult result;
   try {
@@ -214,6 +324,7 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   if (acquired.lost_reason) result.state_lost = true;
   const std::string execution_id = "exec-" + common::randomHex(8);
   out.structured = toStructured(result, execution_id, session->id(), acquired.created);
+  addRichOutput(result, execution_id, *session, out);
   linkSavedOutputs(result, execution_id, *session, out);
   out.text = renderText(out.structured);
   if (!warnings.empty()) {

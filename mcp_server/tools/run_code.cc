@@ -13,7 +13,9 @@ Tool makeRunCodeTool(const config::ServerConfig& config) {
       "both share the session's files). The value of a trailing expression is returned as "
       "`result`, like a notebook cell. Omit session_id to start a new session; its id is in the "
       "result. Figures (plt.show(), figures still open at the end, display(obj)) come back as "
-      "images. Output past the cap is saved in the sandbox and linked as "
+      "images (downscaled; structuredContent.images[].uri reads the full size); a pandas "
+      "DataFrame or Series value comes back as a compact table with its shape and dtypes. Output "
+      "past the cap is saved in the sandbox and linked as "
       "sandbox://{session_id}/{path}: read it with resources/read or download_file. Long runs: "
       "raise `timeout`; it may run as an MCP task (tasks/get, tasks/result).",
       execInputSchema(config, "code", "Source code to execute.", true),

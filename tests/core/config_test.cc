@@ -139,6 +139,24 @@ TEST(Config, HttpConnectionLimitsHaveDefaultsAndBounds) {
                config::ConfigError);
 }
 
+TEST(Config, ImageLimitsHaveDefaultsAndBounds) {
+  const auto defaults = config::fromJson(json::object());
+  EXPECT_EQ(defaults.images.max_per_call, 8);
+  EXPECT_EQ(defaults.images.max_px, 1568);
+  EXPECT_EQ(defaults.images.max_bytes, 1024 * 1024);
+  const auto set =
+      config::fromJson({{"images", {{"max_per_call", 0}, {"max_px", 800}, {"max_bytes", 65536}}}});
+  EXPECT_EQ(set.images.max_per_call, 0);
+  EXPECT_EQ(config::fromJson(config::toJson(set)).images.max_px, 800);
+  EXPECT_EQ(errorOf({{"images", {{"max_per_call", 33}}}}),
+            "config: images.max_per_call must be <= 32");
+  EXPECT_EQ(errorOf({{"images", {{"max_px", 10}}}}), "config: images.max_px must be >= 64");
+  EXPECT_EQ(errorOf({{"images", {{"max_bytes", 5 * 1024 * 1024}}}}),
+            "config: images.max_bytes must be <= 4194304 (4 MiB)");
+  EXPECT_EQ(errorOf({{"images", {{"max_size", 1}}}}),
+            "config: images.max_size is not a known setting");
+}
+
 TEST(Config, FilesNestedPastTheJsonDepthLimitAreRefused) {
   char name[] = "/tmp/parsing-config-XXXXXX";
   const int fd = mkstemp(name);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/base64.h"
 #include "sandbox/backend.h"
 
 namespace testing_support {
@@ -16,8 +17,13 @@ namespace testing_support {
 class FakeSandbox : public sandbox::Sandbox {
  public:
   FakeSandbox(std::string id, std::string image, std::atomic<int>& live,
-              std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(true))
-      : id_(std::move(id)), image_(std::move(image)), live_(live), alive_(std::move(alive)) {
+              std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(true),
+              std::shared_ptr<std::atomic<int>> waiting = std::make_shared<std::atomic<int>>(0))
+      : id_(std::move(id)),
+        image_(std::move(image)),
+        live_(live),
+        alive_(std::move(alive)),
+        waiting_(std::move(waiting)) {
     ++live_;
   }
   ~FakeSandbox() override { --live_; }
@@ -29,6 +35,7 @@ class FakeSandbox : public sandbox::Sandbox {
   bool alive() const noexcept override { return alive_->load(); }
 
   // "wait-for-cancel" blocks until cancelled; "stream" emits output events when asked to;
+  // "figure" shows a 1568x1045 image (when the request allows images) and returns a table;
   // anything else succeeds with stdout "ran: <code>".
   sandbox::ExecResult exec(const sandbox::ExecRequest& request, CancelToken& cancel,
                            const sandbox::OutputCallback& on_output) override {
@@ -44,6 +51,25 @@ class FakeSandbox : public sandbox::Sandbox {
       result.stderr_text = "oops\n";
       return result;
     }
+    if (request.code == "figure") {
+      result.status = "success";
+      result.result = "   a\n0  1";
+      if (request.images.max_count > 0) {
+        std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x06\x20\0\0\x04\x15", 24);
+        common::Image image;
+        image.path = "/tmp/.sandbox-mcp/figures/figure-1-1.png";
+        image.width = 4000;
+        image.height = 2667;
+        image.bytes = 90000;
+        image.data_b64 = common::base64Encode(png);
+        image.data_width = 1568;
+        image.data_height = 1045;
+        image.data_bytes = png.size();
+        result.rich.images.push_back(image);
+      }
+      result.rich.table = common::TableSummary{"DataFrame", {1, 1}, {{"a", "int64"}}, false};
+      return result;
+    }
     if (request.code == "wait-for-cancel") {
       std::mutex m;
       std::condition_variable cv;
@@ -54,7 +80,9 @@ class FakeSandbox : public sandbox::Sandbox {
         cv.notify_all();
       });
       std::unique_lock lock(m);
+      ++*waiting_;
       cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; });
+      --*waiting_;
       result.status = "cancelled";
       return result;
     }
@@ -95,6 +123,7 @@ class FakeSandbox : public sandbox::Sandbox {
   std::string runtime_ = "runsc";
   std::atomic<int>& live_;
   std::shared_ptr<std::atomic<bool>> alive_;
+  std::shared_ptr<std::atomic<int>> waiting_;
   std::mutex mutex_;
   std::map<std::string, std::string> files_;
 };
@@ -108,7 +137,7 @@ class FakeBackend : public sandbox::Backend {
       last_spec = spec;
     }
     return std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
-                                         sandboxes_alive);
+                                         sandboxes_alive, waiting_for_cancel);
   }
   bool imageExists(const std::string& image) override { return image != "missing:latest"; }
   std::optional<sandbox::ImageFacts> inspectImage(const std::string& image) override {
@@ -129,6 +158,9 @@ class FakeBackend : public sandbox::Backend {
   std::atomic<bool> fail_creates{false};
   // Shared by every sandbox made so far: store false to make them all report a dead container.
   std::shared_ptr<std::atomic<bool>> sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
+  // How many "wait-for-cancel" executions are blocked right now (a test cancels only after one
+  // really runs, else it would cancel a call that has not started).
+  std::shared_ptr<std::atomic<int>> waiting_for_cancel = std::make_shared<std::atomic<int>>(0);
   std::mutex spec_mutex;
   sandbox::SandboxSpec last_spec;    // guarded by spec_mutex while a warm pool may be filling
   sandbox::BuildRequest last_build;  // guarded by spec_mutex

@@ -128,6 +128,10 @@ TEST_F(McpTasksTest, CancelStopsARunningTaskAndTheSessionSurvives) {
   const std::string id =
       taskId(startTask(*endpoint, "run_code", {{"code", "wait-for-cancel"}, {"session_id", sid}}));
   EXPECT_EQ(request(*endpoint, "tasks/get", {{"taskId", id}})["result"]["status"], "working");
+  // Cancel a run, not a call still waiting for its thread to reach the session.
+  for (int i = 0; i < 500 && *backend.waiting_for_cancel == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(*backend.waiting_for_cancel, 1) << "the task never started running";
   const auto started = std::chrono::steady_clock::now();
   const json cancelled = request(*endpoint, "tasks/cancel", {{"taskId", id}})["result"];
   EXPECT_EQ(cancelled["status"], "cancelled");

@@ -109,6 +109,10 @@ class SessionResourcesTest : public ::testing::Test {
     EXPECT_TRUE(reply);
     return reply.value_or(json());
   }
+  json call(jsonrpc::Endpoint& ep, const std::string& tool, json arguments) {
+    return request(ep, "tools/call",
+                   {{"name", tool}, {"arguments", std::move(arguments)}})["result"];
+  }
   json read(jsonrpc::Endpoint& ep, const std::string& uri) {
     return request(ep, "resources/read", {{"uri", uri}});
   }
@@ -199,6 +203,47 @@ TEST_F(SessionResourcesTest, AnotherClientCannotReadOrListASession) {
   EXPECT_EQ(r["error"]["code"], server::kResourceNotFound) << r.dump();
   EXPECT_EQ(r["error"]["message"].get<std::string>().find("secret"), std::string::npos);
   EXPECT_TRUE(request(*mallory, "resources/list")["result"]["resources"].empty());
+}
+
+TEST_F(SessionResourcesTest, FiguresComeAsImageContentWithTheFullSizeListedAsAResource) {
+  const json result = call(*alice, "run_code", {{"code", "figure"}});
+  const json& structured = result["structuredContent"];
+  ASSERT_EQ(structured["images"].size(), 1U) << result;
+  const json& image = structured["images"][0];
+  EXPECT_EQ(image["width"], 4000);
+  EXPECT_EQ(image["sent_width"], 1568);
+  EXPECT_EQ(image["sent_height"], 1045);
+  const std::string sid = structured["session_id"];
+  EXPECT_EQ(image["uri"], "sandbox://" + sid + "/tmp/.sandbox-mcp/figures/figure-1-1.png");
+  EXPECT_EQ(structured["table"]["shape"], json::array({1, 1}));
+  EXPECT_EQ(structured["table"]["dtypes"][0]["dtype"], "int64");
+
+  const json& content = result["content"];
+  ASSERT_EQ(content.size(), 2U);
+  EXPECT_EQ(content[0]["type"], "text");
+  EXPECT_NE(
+      content[0]["text"].get<std::string>().find("[image 1: 4000x2667 PNG, sent at 1568x1045"),
+      std::string::npos);
+  EXPECT_EQ(content[1]["type"], "image");
+  EXPECT_EQ(content[1]["mimeType"], "image/png");
+  const auto png = common::base64Decode(content[1]["data"].get<std::string>());
+  ASSERT_TRUE(png);
+  EXPECT_EQ(common::pngSize(*png), std::make_pair(std::int64_t{1568}, std::int64_t{1045}));
+
+  bool listed = false;
+  const json listing = request(*alice, "resources/list");
+  for (const auto& resource : listing["result"]["resources"]) {
+    listed = listed || (resource["uri"] == image["uri"] && resource["mimeType"] == "image/png");
+  }
+  EXPECT_TRUE(listed);
+}
+
+TEST_F(SessionResourcesTest, ShellAndJavascriptAskForNoImages) {
+  for (const json& arguments : {json{{"code", "figure"}, {"language", "javascript"}}}) {
+    const json result = call(*alice, "run_code", arguments);
+    EXPECT_FALSE(result["structuredContent"].contains("images")) << result;
+    EXPECT_EQ(result["content"].size(), 1U);
+  }
 }
 
 TEST_F(SessionResourcesTest, BadRequestsGetErrorsThatSayWhatToDo) {

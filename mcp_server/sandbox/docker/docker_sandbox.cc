@@ -56,7 +56,8 @@ std::string capped(std::string text, std::size_t cap, bool& was_cut) {
   return text;
 }
 
-ExecResult parseExecReply(const nlohmann::json& reply, std::size_t max_output_bytes) {
+ExecResult parseExecReply(const nlohmann::json& reply, const ExecRequest& request) {
+  const std::size_t max_output_bytes = request.max_output_bytes;
   ExecResult result;
   result.status = field<std::string>(reply, "status", "error");
   if (result.status != "success" && result.status != "error" && result.status != "timeout" &&
@@ -87,6 +88,8 @@ ExecResult parseExecReply(const nlohmann::json& reply, std::size_t max_output_by
     result.saved_outputs.push_back({stream, path, field<std::uint64_t>(file, "bytes", 0),
                                     field<bool>(file, "complete", false)});
   }
+  result.rich = common::parseRichOutput(reply, request.images);
+  for (const auto& why : result.rich.dropped) logger().info("agent reply: {}", why);
   return result;
 }
 
@@ -183,6 +186,9 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
       {"max_output_bytes", request.max_output_bytes},
       {"save_output_bytes", request.save_output_bytes},
       {"stream", request.stream},
+      {"max_images", request.images.max_count},
+      {"image_max_bytes", request.images.max_bytes},
+      {"image_max_px", request.images.max_px},
   };
   AgentChannel::CallOptions options;
   options.cancel = &cancel;
@@ -196,7 +202,7 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
   // Both streams at their cap (the agent applies the cap to events too), plus some slack.
   options.max_event_bytes = 2 * request.max_output_bytes + 2 * kNotesBytes;
   return parseExecReply(callAgent(std::move(message), request.timeout + kExecGrace, options),
-                        request.max_output_bytes);
+                        request);
 }
 
 std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
