@@ -1,6 +1,7 @@
 # mcp_core: configuration, the MCP protocol layer, sessions and the built-in tools.
 add_library(mcp_core STATIC
   config/config.cc
+  config/weakenings.cc
   server/audit_tally.cc
   server/mcp_gateway.cc
   server/mcp_server.cc

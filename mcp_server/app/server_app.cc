@@ -21,6 +21,7 @@
 
 #include "app/sandbox_mcp_source.h"
 #include "config/config.h"
+#include "config/weakenings.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sidecar.h"
 #include "sandbox/docker/runtime_probe.h"
@@ -71,9 +72,6 @@ std::unique_ptr<sandbox::SidecarLauncher> makeSidecarLauncher(
   const auto& sidecar = cfg.mcp.sidecar;
   const std::string binary = siblingBinary(sidecar.binary_path, "sandbox-sidecar");
   if (sidecar.mode == "process") {
-    spdlog::warn(
-        "mcp.sidecar.mode is process: MCP relays run as child processes of the server, not in "
-        "their own containers");
     return std::make_unique<sandbox::ProcessSidecarLauncher>(binary, sidecar.start_timeout_ms);
   }
   sandbox::docker::DockerSidecarOptions options;
@@ -218,20 +216,7 @@ std::vector<sandbox::HealthCheck> sandboxChecks(const config::ServerConfig& cfg,
 
 // Startup says out loud what the operator weakened.
 void logWeakenings(const config::ServerConfig& cfg) {
-  if (cfg.sandbox.allow_runc_fallback) {
-    spdlog::warn(
-        "WEAKENED: sandbox.allow_runc_fallback is on: without runsc, sandboxes run under runc");
-  }
-  if (cfg.sandbox.allow_dockerfile && cfg.sandbox.build_runtime.rfind("runsc", 0) != 0) {
-    spdlog::warn("WEAKENED: sandbox.build_runtime is {}: Dockerfile RUN steps run outside gVisor",
-                 cfg.sandbox.build_runtime);
-  }
-  if (cfg.sandbox.allow_dockerfile) {
-    spdlog::warn(
-        "sandbox.allow_dockerfile is on: models may build images (RUN steps under {}, network "
-        "none, {} s deadline)",
-        cfg.sandbox.build_runtime, cfg.sandbox.build_timeout_s);
-  }
+  for (const auto& line : config::weakenings(cfg)) spdlog::warn("{}", line);
 }
 
 int serve(const CliOptions& options, const config::ServerConfig& cfg) {
@@ -297,6 +282,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
     http.max_worker_threads = max_workers;
     http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
+    http.max_sessions = static_cast<std::size_t>(cfg.http.max_sessions);
     http.max_connections = static_cast<std::size_t>(cfg.http.max_connections);
     http.max_connections_per_address =
         static_cast<std::size_t>(cfg.http.max_connections_per_address);

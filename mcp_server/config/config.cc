@@ -305,6 +305,7 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   r.read("max_body_bytes", out.max_body_bytes);
   r.read("allowed_origins", out.allowed_origins);
   r.read("session_idle_timeout_s", out.session_idle_timeout_s);
+  r.read("max_sessions", out.max_sessions);
   r.read("max_connections", out.max_connections);
   r.read("max_connections_per_address", out.max_connections_per_address);
   r.read("header_timeout_ms", out.header_timeout_ms);
@@ -316,6 +317,7 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   }
   requireAtLeast(out.max_body_bytes, 1024, "http.max_body_bytes");
   requireAtLeast(out.session_idle_timeout_s, 1, "http.session_idle_timeout_s");
+  requireAtLeast(out.max_sessions, 1, "http.max_sessions");
   requireAtLeast(out.max_connections, 1, "http.max_connections");
   requireAtLeast(out.max_connections_per_address, 1, "http.max_connections_per_address");
   requireAtLeast(out.header_timeout_ms, 100, "http.header_timeout_ms");
@@ -504,6 +506,7 @@ json toJson(const ServerConfig& c) {
         {"session_idle_timeout_s", c.http.session_idle_timeout_s},
         {"max_connections", c.http.max_connections},
         {"max_connections_per_address", c.http.max_connections_per_address},
+        {"max_sessions", c.http.max_sessions},
         {"max_body_bytes_in_flight", c.http.max_body_bytes_in_flight},
         {"header_timeout_ms", c.http.header_timeout_ms},
         {"idle_timeout_ms", c.http.idle_timeout_ms}}},

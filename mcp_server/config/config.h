@@ -128,6 +128,8 @@ struct HttpConfig {
   std::int64_t max_body_bytes = 48LL * 1024 * 1024;  // fits a 32 MiB upload in base64
   std::vector<std::string> allowed_origins;          // empty: loopback origins only
   std::int64_t session_idle_timeout_s = 1800;
+  // MCP sessions (initialize .. DELETE or idle expiry) open at once; past it initialize fails.
+  std::int64_t max_sessions = 1024;
   // Open connections in total and per peer IP address; past either a new one gets a 503.
   std::int64_t max_connections = 256;
   std::int64_t max_connections_per_address = 128;

@@ -407,9 +407,23 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
   std::string session_id;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   std::optional<json> result;
+  const std::size_t max_sessions = context_->options.max_sessions;
+  const auto tooMany = [&] {
+    log().warn("http {}: initialize refused: {} MCP sessions are open (http.max_sessions)", remote_,
+               max_sessions);
+    return errorResponse(kServerError,
+                         "Server busy: " + std::to_string(max_sessions) +
+                             " MCP sessions are open (http.max_sessions). End sessions you no "
+                             "longer use (HTTP DELETE), or retry once idle ones expire.",
+                         message["id"]);
+  };
   try {
-    session_id = newSessionId();
-    endpoint = context_->factory->open(session_id);
+    if (max_sessions != 0 && context_->sessions.size() >= max_sessions) {
+      result = tooMany();
+    } else {
+      session_id = newSessionId();
+      endpoint = context_->factory->open(session_id);
+    }
   } catch (const std::exception& e) {
     log().error("http {}: opening a session failed: {}", remote_, e.what());
     result = errorResponse(kInternalError,
@@ -422,8 +436,12 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
     // Nothing may precede the initialize result: its headers carry the session id.
     ctx.notify = [](const json&) {};
     result = handleSafely(*endpoint, message, ctx);
+    if (result && isSuccess(*result) &&
+        !context_->sessions.add(session_id, endpoint, SessionRegistry::Clock::now(),
+                                max_sessions)) {
+      result = tooMany();  // others were opened meanwhile
+    }
     if (result && isSuccess(*result)) {
-      context_->sessions.add(session_id, endpoint, SessionRegistry::Clock::now());
       log().info("http {}: session {}... opened", remote_, session_id.substr(0, 8));
     } else {
       endpoint->close();

@@ -34,7 +34,10 @@ struct HttpTransportOptions {
   // config: http.max_body_bytes_in_flight
   std::size_t max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
   std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // then endpoint->close()
-  std::size_t io_threads = 1;                                      // socket I/O only; never blocks
+  // MCP sessions open at once (each holds an endpoint until DELETE or idle expiry); past it an
+  // initialize gets an error. 0: no bound. config: http.max_sessions
+  std::size_t max_sessions = 1024;
+  std::size_t io_threads = 1;           // socket I/O only; never blocks
   std::size_t worker_threads = 8;       // run Endpoint::handle/close; started up front
   std::size_t max_worker_threads = 80;  // grown to when requests would wait (WorkerPool)
   // Bound on reading a request's body, once its header is in.

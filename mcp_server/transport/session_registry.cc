@@ -38,13 +38,15 @@ SessionRegistry::Lease::~Lease() {
   entry_->last_used = Clock::now();
 }
 
-void SessionRegistry::add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
-                          Clock::time_point now) {
+bool SessionRegistry::add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
+                          Clock::time_point now, std::size_t max_sessions) {
   auto entry = std::make_shared<Entry>();
   entry->endpoint = std::move(endpoint);
   entry->last_used = now;
   std::lock_guard lock(mutex_);
+  if (max_sessions != 0 && sessions_.size() >= max_sessions) return false;
   sessions_[id] = std::move(entry);
+  return true;
 }
 
 std::optional<SessionRegistry::Lease> SessionRegistry::acquire(const std::string& id,

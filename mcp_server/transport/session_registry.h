@@ -49,8 +49,9 @@ class SessionRegistry {
     std::shared_ptr<Entry> entry_;
   };
 
-  void add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
-           Clock::time_point now);
+  // Keeps the session unless `max_sessions` (0: no bound) are open already; false: not kept.
+  bool add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
+           Clock::time_point now, std::size_t max_sessions = 0);
   // nullopt for an unknown or expired id.
   [[nodiscard]] std::optional<Lease> acquire(const std::string& id, Clock::time_point now);
   // Forgets the session and returns its endpoint (for the caller to close), or nullptr.

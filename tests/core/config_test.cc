@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,26 @@ TEST(Config, HttpConnectionLimitsHaveDefaultsAndBounds) {
   EXPECT_THROW((void)config::fromJson({{"http", {{"max_connections", 0}}}}), config::ConfigError);
   EXPECT_THROW((void)config::fromJson({{"http", {{"header_timeout_ms", 10}}}}),
                config::ConfigError);
+}
+
+// README.md's "Configuration" section shows every default: it must parse, and say what the code
+// does.
+TEST(Config, ReadmeDefaultsBlockIsTheDefaults) {
+  std::ifstream readme(std::string(SANDBOX_SOURCE_DIR) + "/README.md");
+  ASSERT_TRUE(readme) << "README.md not found under " << SANDBOX_SOURCE_DIR;
+  const std::string text((std::istreambuf_iterator<char>(readme)),
+                         std::istreambuf_iterator<char>());
+  const auto section = text.find("## Configuration");
+  ASSERT_NE(section, std::string::npos);
+  const auto start = text.find("```json\n", section);
+  ASSERT_NE(start, std::string::npos);
+  const auto end = text.find("```", start + 8);
+  const json documented = json::parse(text.substr(start + 8, end - start - 8));
+  const auto parsed = config::fromJson(documented);  // unknown or misspelled fields throw
+  EXPECT_EQ(config::toJson(parsed), config::toJson(config::fromJson(json::object())));
+  EXPECT_EQ(parsed.execution.max_concurrent_per_client, 16);
+  EXPECT_EQ(parsed.sessions.max_sessions_per_client, 16);
+  EXPECT_EQ(parsed.tasks.max_per_client, 32);
 }
 
 TEST(Config, ImageLimitsHaveDefaultsAndBounds) {

@@ -125,6 +125,40 @@ TEST_F(HttpLimits, PerAddressLimitAnswers503AndLeavesOtherAddressesIn) {
   EXPECT_EQ(again.rfind("HTTP/1.1 200 ", 0), 0U) << again;
 }
 
+// Each MCP session holds an endpoint until DELETE or idle expiry: without a bound, any local
+// process could initialize until the server runs out of memory.
+TEST_F(HttpLimits, SessionsPastMaxSessionsAreRefusedUntilOneEnds) {
+  transport::HttpTransportOptions options;
+  options.max_sessions = 3;
+  start(options);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    const common::UniqueFd fd(connectFrom(port()));
+    sendAll(fd.get(), postText(initializeBody()));
+    const std::string answer = readUntilClosed(fd.get(), 10s);
+    ASSERT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0U) << answer;
+    const auto header = answer.find("Mcp-Session-Id: ");
+    ASSERT_NE(header, std::string::npos) << answer;
+    ids.push_back(answer.substr(header + 16, 32));
+  }
+  const common::UniqueFd fourth(connectFrom(port()));
+  sendAll(fourth.get(), postText(initializeBody()));
+  const std::string refused = readUntilClosed(fourth.get(), 10s);
+  EXPECT_EQ(refused.find("Mcp-Session-Id: "), std::string::npos) << refused;
+  EXPECT_NE(refused.find("\"code\":-32000"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("http.max_sessions"), std::string::npos) << refused;
+
+  const common::UniqueFd end(connectFrom(port()));
+  sendAll(end.get(), "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: " + ids[0] +
+                         "\r\nConnection: close\r\n\r\n");
+  const std::string deleted = readUntilClosed(end.get(), 10s);
+  ASSERT_EQ(deleted.rfind("HTTP/1.1 20", 0), 0U) << deleted;
+  const common::UniqueFd again(connectFrom(port()));
+  sendAll(again.get(), postText(initializeBody()));
+  const std::string answer = readUntilClosed(again.get(), 10s);
+  EXPECT_NE(answer.find("Mcp-Session-Id: "), std::string::npos) << answer;
+}
+
 TEST_F(HttpLimits, GlobalLimitCountsEveryAddress) {
   transport::HttpTransportOptions options;
   options.max_connections = 3;
