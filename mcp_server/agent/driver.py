@@ -2,10 +2,11 @@
 
 It is embedded into the agent at build time and started as `python3 -u -c <this file>`.
 Protocol (one JSON object per line):
-  fd 3, agent -> driver: {"code": str, "max_result_chars": int, "max_images": int,
+  fd 3, agent -> driver: {"cell": int, "code": str, "max_result_chars": int, "max_images": int,
         "image_max_bytes": int, "image_max_px": int, "figures_dir": str}
   fd 4, driver -> agent: first {"ready": true, "python_version": "3.11.2"}, then one reply per
-        command: {"status": "success" | "error", "exit_code": int, "result": str | null,
+        command, naming its cell: {"cell": int, "status": "success" | "error",
+                  "exit_code": int, "result": str | null,
                   "interrupted": bool, "images"?: [{"path", "width", "height", "bytes",
                   "data_b64"}], "table"?: {"kind", "shape", "dtypes", "dtypes_cut"}}
 Figures a cell leaves open (or shows with plt.show(), or passes to display()) and values with
@@ -177,13 +178,17 @@ def _main():
             continue
         if not line:
             break  # the agent went away
+        cell = None
         try:
-            reply = _run_cell(json.loads(line), namespace)
+            command = json.loads(line)
+            cell = command.get("cell")
+            reply = _run_cell(command, namespace)
         except KeyboardInterrupt:  # the interrupt landed in driver code around the cell
             reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": True}
         except Exception as exc:  # a malformed command: an agent bug, reported, not fatal
             sys.stderr.write("sandbox driver: cannot run the command: %r\n" % (exc,))
             reply = {"status": "error", "exit_code": 1, "result": None, "interrupted": False}
+        reply["cell"] = cell
         _flush_output()
         _send(reply)
     _flush_output()

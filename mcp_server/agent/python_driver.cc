@@ -87,7 +87,8 @@ PythonDriver::~PythonDriver() {
 
 bool PythonDriver::sendCell(std::string_view code, std::size_t max_result_chars,
                             const common::ImageLimits& images, const std::string& figures_dir) {
-  const nlohmann::json command = {{"code", code},
+  const nlohmann::json command = {{"cell", ++cells_sent_},
+                                  {"code", code},
                                   {"max_result_chars", max_result_chars},
                                   {"max_images", images.max_count},
                                   {"image_max_bytes", images.max_bytes},
@@ -164,6 +165,12 @@ void PythonDriver::handleLine(std::string_view line) {
                           : "";
     auto on_ready = events_.on_ready;
     on_ready();
+    return;
+  }
+  const auto cell = message.find("cell");
+  if (cell == message.end() || !cell->is_number_unsigned() ||
+      cell->get<std::uint64_t>() != cells_sent_) {
+    std::fprintf(stderr, "sandbox-agent: ignoring a Python reply that answers no running cell\n");
     return;
   }
   auto on_reply = events_.on_reply;

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,10 @@ class PythonDriver {
   pid_t pid_ = -1;
   bool exited_ = false;
   bool ready_ = false;
+  // Cells are numbered and a reply must name the cell it answers: user code can write the reply
+  // pipe, and a line it wrote (or the real reply of a cell whose reply it forged) must not be
+  // taken for a later cell's reply.
+  std::uint64_t cells_sent_ = 0;
   std::string python_version_;
   UniqueFd commands_;                    // driver's fd 3
   std::unique_ptr<PipeReader> replies_;  // driver's fd 4

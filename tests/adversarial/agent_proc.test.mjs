@@ -129,22 +129,18 @@ os.write(4, b'\xff\xfe not json at all\n')
 os.write(4, b'{"ready": "again", "python_version": 12}\n')
 os.write(4, b'[' * 100000 + b'\n')
 os.write(4, b'{"status": "success", "exit_code": 0, "result": "' + b'R' * (8 << 20) + b'"}\n')
+'the real reply'
 `;
   const res = await call('run_code', { code: forged, session_id: sid });
-  // Whatever this cell reports, the agent and the server survive it.
-  if (!res.isError) assert.ok((res.structuredContent.result ?? '').length <= 2 * (1 << 20));
-  // Extra replies in the pipe may be taken for the next cell's (the session's own executions can
-  // be confused by its own code: nothing else is promised), but each is capped, the agent and
-  // the interpreter survive, and the session settles once the forged lines are consumed.
-  let settled = false;
-  for (let attempt = 0; attempt < 4 && !settled; ++attempt) {
-    const next = await call('run_code', { code: 'kept', session_id: sid });
-    assert.ok(!next.isError, JSON.stringify(next.content).slice(0, 500));
-    assert.equal(next.structuredContent.state_lost, false, 'the agent or the interpreter was lost');
-    assert.ok((next.structuredContent.result ?? '').length <= (1 << 20) + 64, 'result not capped');
-    settled = next.structuredContent.result === "'yes'";
-  }
-  assert.ok(settled, 'the session never answered with its own state again');
+  // A reply must name the cell it answers (driver.py echoes the agent's cell number): none of
+  // these lines does, so the cell ends with its real reply and no line is left for the next one.
+  assert.ok(!res.isError, JSON.stringify(res.content).slice(0, 500));
+  assert.equal(res.structuredContent.status, 'success');
+  assert.equal(res.structuredContent.result, "'the real reply'", 'a forged line was taken for the reply');
+  const next = await call('run_code', { code: 'kept', session_id: sid });
+  assert.ok(!next.isError, JSON.stringify(next.content).slice(0, 500));
+  assert.equal(next.structuredContent.state_lost, false, 'the agent or the interpreter was lost');
+  assert.equal(next.structuredContent.result, "'yes'", 'the next cell got a stale reply');
   const other = await runCode(undefined, '6 * 7');
   assert.equal(other.result, '42');
   await call('cleanup_session', { session_id: sid });

@@ -156,7 +156,10 @@ test('display() and _repr_png_ show images; past images.max_per_call the rest ar
 
 test('images forged by user code on the driver\'s reply pipe are refused', async () => {
   const { client } = conn;
+  // User code shares the driver's process, so it can forge the reply of its own cell (reading
+  // the cell number from the driver's frame); the images in it must still pass the checks.
   const forged = {
+    cell: '@CELL@',
     status: 'success', exit_code: 0, result: 'forged', interrupted: false,
     images: [
       { data_b64: Buffer.from('not a png').toString('base64'), path: '/etc/shadow' },
@@ -166,17 +169,21 @@ test('images forged by user code on the driver\'s reply pipe are refused', async
   };
   const r = await call(client, 'run_code', {
     session_id: 'fig-forged',
-    code: `import os, time\nos.write(4, ${JSON.stringify(JSON.stringify(forged) + '\n')}.encode())\ntime.sleep(1)`,
+    code: [
+      'import os, sys, time',
+      "cell = sys._getframe().f_back.f_locals['command']['cell']",
+      `os.write(4, ${JSON.stringify(JSON.stringify(forged) + '\n')}.replace('"@CELL@"', str(cell)).encode())`,
+      'time.sleep(1)',
+    ].join('\n'),
   });
   const s = r.structuredContent;
-  assert.equal(s.result, 'forged', 'the forged reply ended the cell (as any reply on that pipe would)');
+  assert.equal(s.result, 'forged', 'a reply naming the running cell ends it, forged or not');
   assert.equal(s.images, undefined);
   assert.equal(s.table, undefined);
   assert.equal(r.content.filter((c) => c.type === 'image').length, 0);
   assert.match(s.stderr, /\[sandbox\] image 1 is not a PNG/);
   assert.match(s.stderr, /\[sandbox\] image 2 is larger than 1048576 bytes/);
-  // The session keeps working once the cell's real reply (ignored: no execution runs) is in.
-  await new Promise((resolve) => setTimeout(resolve, 2000));
+  // The cell's real reply, a second answer to the same cell, is not taken for the next cell's.
   const after = await call(client, 'run_code', { session_id: 'fig-forged', code: '6 * 7' });
   assert.equal(after.structuredContent.result, '42');
   await call(client, 'cleanup_session', { session_id: 'fig-forged' });
