@@ -52,6 +52,9 @@ struct TableSummary {
   bool dtypes_cut = false;                                  // more columns than kMaxTableColumns
 };
 inline constexpr std::size_t kMaxTableColumns = 200;
+// Entries of `images` looked at, and refusals reported, per reply: a reply may hold millions.
+inline constexpr std::size_t kMaxImageEntries = 2 * kMaxImagesLimit;
+inline constexpr std::size_t kMaxDroppedNotes = 8;
 
 struct RichOutput {
   std::vector<Image> images;
@@ -109,30 +112,34 @@ inline std::int64_t nonNegative(const nlohmann::json& object, const char* key) {
   const auto images = reply.find("images");
   if (images != reply.end() && images->is_array()) {
     std::size_t index = 0;
+    std::size_t refused = 0;
+    const auto refuse = [&](std::string why) {
+      if (++refused <= kMaxDroppedNotes) out.dropped.push_back(std::move(why));
+    };
     for (const auto& entry : *images) {
       ++index;
-      if (out.images.size() >= limits.max_count) {
-        out.dropped.push_back("images past the limit of " + std::to_string(limits.max_count) +
-                              " per execution were not sent (images.max_per_call)");
+      if (out.images.size() >= limits.max_count || index > kMaxImageEntries) {
+        refuse("images past the limit of " + std::to_string(limits.max_count) +
+               " per execution were not sent (images.max_per_call)");
         break;
       }
       if (!entry.is_object()) continue;
       const auto data = entry.find("data_b64");
       if (data == entry.end() || !data->is_string() ||
           data->get_ref<const std::string&>().size() > (limits.max_bytes + 2) / 3 * 4) {
-        out.dropped.push_back("image " + std::to_string(index) + " is larger than " +
-                              std::to_string(limits.max_bytes) + " bytes (images.max_bytes)");
+        refuse("image " + std::to_string(index) + " is larger than " +
+               std::to_string(limits.max_bytes) + " bytes (images.max_bytes)");
         continue;
       }
       const auto png = base64Decode(data->get_ref<const std::string&>());
       const auto size = png ? pngSize(*png) : std::nullopt;
       if (!size) {
-        out.dropped.push_back("image " + std::to_string(index) + " is not a PNG");
+        refuse("image " + std::to_string(index) + " is not a PNG");
         continue;
       }
       if (size->first > limits.max_px || size->second > limits.max_px) {
-        out.dropped.push_back("image " + std::to_string(index) + " is larger than " +
-                              std::to_string(limits.max_px) + " px (images.max_px)");
+        refuse("image " + std::to_string(index) + " is larger than " +
+               std::to_string(limits.max_px) + " px (images.max_px)");
         continue;
       }
       Image image;
@@ -152,6 +159,10 @@ inline std::int64_t nonNegative(const nlohmann::json& object, const char* key) {
       image.bytes = image.path.empty() ? image.data_bytes
                                        : static_cast<std::uint64_t>(nonNegative(entry, "bytes"));
       out.images.push_back(std::move(image));
+    }
+    if (refused > kMaxDroppedNotes) {
+      out.dropped.push_back(std::to_string(refused - kMaxDroppedNotes) +
+                            " more image(s) were refused");
     }
   }
   const auto table = reply.find("table");

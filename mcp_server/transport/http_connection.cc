@@ -409,8 +409,16 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
   std::optional<json> result;
   const std::size_t max_sessions = context_->options.max_sessions;
   const auto tooMany = [&] {
-    log().warn("http {}: initialize refused: {} MCP sessions are open (http.max_sessions)", remote_,
-               max_sessions);
+    // At most one line per 10 s: refusals may come as fast as a peer can send them.
+    static std::atomic<std::int64_t> last_warned_s{0};
+    const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                   SessionRegistry::Clock::now().time_since_epoch())
+                                   .count();
+    std::int64_t last = last_warned_s.load();
+    if (now_s - last >= 10 && last_warned_s.compare_exchange_strong(last, now_s)) {
+      log().warn("http {}: initialize refused: {} MCP sessions are open (http.max_sessions)",
+                 remote_, max_sessions);
+    }
     return errorResponse(kServerError,
                          "Server busy: " + std::to_string(max_sessions) +
                              " MCP sessions are open (http.max_sessions). End sessions you no "

@@ -90,6 +90,19 @@ TEST(RichOutput, RefusesWhatBreaksTheLimitsAndSaysWhy) {
   EXPECT_NE(rich.dropped[0].find("images.max_per_call"), std::string::npos);
 }
 
+TEST(RichOutput, AFloodOfBadEntriesIsLookedAtOnlyUpToTheBoundAndCostsAFewLines) {
+  json flood = json::array();
+  for (int i = 0; i < 100000; ++i) flood.push_back(json{{"data_b64", 5}});
+  const json reply{{"images", std::move(flood)}};
+  const auto rich = common::parseRichOutput(reply, {});
+  EXPECT_TRUE(rich.images.empty());
+  ASSERT_EQ(rich.dropped.size(), common::kMaxDroppedNotes + 1);
+  // Entries past kMaxImageEntries are not even looked at: the count proves where it stopped.
+  EXPECT_EQ(rich.dropped.back(),
+            std::to_string(common::kMaxImageEntries + 1 - common::kMaxDroppedNotes) +
+                " more image(s) were refused");
+}
+
 TEST(RichOutput, IgnoresShapesItDoesNotKnow) {
   for (const json& reply :
        {json{{"images", "x"}}, json{{"images", {1, "two", nullptr}}}, json{{"table", 7}},
