@@ -131,7 +131,7 @@ def _run_cell(command, namespace):
     if signal.getsignal(signal.SIGINT) is not _on_sigint:
         signal.signal(signal.SIGINT, _on_sigint)  # user code replaced it in an earlier cell
     collector = _Collector(command, _State.cells)
-    _Collector.current = collector
+    _Collector.current = collector if collector.max_images > 0 else None
     _State.running = True
     try:
         try:
@@ -140,8 +140,16 @@ def _run_cell(command, namespace):
             if value is not None:
                 reply["result"], extra = _rich_result(value, max_result_chars, _shorten)
                 reply.update(extra)
-        finally:
+        except KeyboardInterrupt:
+            # Stopped (timeout, cancel): drawing now could outlast the agent's grace period and
+            # cost the interpreter; the figures are closed unshown.
+            if _Collector.current is not None:
+                _close_open_figures()
+            raise
+        except BaseException:
             _capture_open_figures()  # as in a notebook, also when the cell failed
+            raise
+        _capture_open_figures()
         reply.update(status="success", exit_code=0)
     except SystemExit as exc:
         _State.running = False

@@ -26,13 +26,14 @@ _TABLE_MAX_COLS = 20
 _TABLE_MAX_COLWIDTH = 50
 _TABLE_MAX_DTYPES = 200
 _FIGURE_FILES_KEPT = 64  # full-size files live on the sandbox's tmpfs (its memory)
+_INLINE_BYTES_TOTAL = 8 << 20  # all inline PNGs of one cell (common/rich_output.h agrees)
 
 
 class _Collector:
-    """What one cell displays; _Collector.current is None between cells."""
+    """What one cell displays; _Collector.current is None between cells (and while images are
+    off: images.max_per_call 0 leaves figures alone, as in a plain script)."""
 
     current = None
-    saved_files = []  # full-size files of earlier cells, oldest first
 
     def __init__(self, command, cell_number):
         self.max_images = max(0, int(command.get("max_images", 8)))
@@ -42,8 +43,15 @@ class _Collector:
         self.cell_number = cell_number
         self.images = []
         self.files = 0
+        self.inline_bytes = 0
         self.seen_figures = set()
         self.skipped = 0
+
+    def has_room(self):
+        if len(self.images) < self.max_images:
+            return True
+        self.skipped += 1
+        return False
 
     def reply_fields(self):
         if self.skipped:
@@ -62,20 +70,26 @@ def _png_size(data):
     return struct.unpack(">II", data[16:24])
 
 
+def _prune_figure_files(directory):
+    try:
+        entries = [entry for entry in os.scandir(directory)
+                   if entry.name.startswith("figure-") and entry.name.endswith(".png")]
+        entries.sort(key=lambda entry: entry.stat().st_mtime_ns)
+        for entry in entries[:-_FIGURE_FILES_KEPT]:
+            os.remove(entry.path)
+    except OSError:
+        pass
+
+
 def _save_full_size(collector, data):
     os.makedirs(collector.directory, mode=0o700, exist_ok=True)
     collector.files += 1
-    path = os.path.join(collector.directory, "figure-%d-%d.png"
-                        % (collector.cell_number, collector.files))
+    # The pid keeps names (and the sandbox:// links to them) unique across interpreter restarts.
+    path = os.path.join(collector.directory, "figure-%d-%d-%d.png"
+                        % (os.getpid(), collector.cell_number, collector.files))
     with open(path, "wb") as out:
         out.write(data)
-    kept = _Collector.saved_files
-    kept.append(path)
-    while len(kept) > _FIGURE_FILES_KEPT:
-        try:
-            os.remove(kept.pop(0))
-        except OSError:
-            pass
+    _prune_figure_files(collector.directory)
     return path
 
 
@@ -88,10 +102,7 @@ def _fits(collector, data):
 def _add_png(data, render_scaled):
     """Keeps one image: `data` is the full-size PNG, render_scaled(factor) a smaller one or None."""
     collector = _Collector.current
-    if collector is None:
-        return
-    if len(collector.images) >= collector.max_images:
-        collector.skipped += 1
+    if collector is None or not collector.has_room():
         return
     size = _png_size(data)
     if size is None:
@@ -114,6 +125,11 @@ def _add_png(data, render_scaled):
         _warn("an image of %dx%d px could not be made to fit %d px and %d bytes; the full size "
               "is at %s" % (size[0], size[1], collector.max_px, collector.max_bytes, path))
         return
+    if collector.inline_bytes + len(inline) > _INLINE_BYTES_TOTAL:
+        _warn("an image was not sent: one execution sends at most %d bytes of images; the full "
+              "size is at %s" % (_INLINE_BYTES_TOTAL, path))
+        return
+    collector.inline_bytes += len(inline)
     collector.images.append({"path": path, "width": size[0], "height": size[1],
                              "bytes": len(data),
                              "data_b64": base64.b64encode(inline).decode("ascii")})
@@ -130,6 +146,8 @@ def _capture_figure(figure):
     if collector is None or id(figure) in collector.seen_figures:
         return
     collector.seen_figures.add(id(figure))
+    if not collector.has_room():
+        return  # not drawn: it would not be sent
     dpi = figure.dpi
     _add_png(_figure_png(figure, dpi), lambda scale: _figure_png(figure, dpi * scale))
 
@@ -155,16 +173,28 @@ def _open_figures():
     return [pyplot.figure(number) for number in pyplot.get_fignums()]
 
 
+def _close_open_figures():
+    try:
+        if _open_figures():
+            sys.modules["matplotlib.pyplot"].close("all")
+    except Exception as exc:  # a broken or replaced pyplot must not fail the cell
+        _warn("figures could not be closed: %s: %s" % (type(exc).__name__, exc))
+
+
 def _capture_open_figures():
     """Renders and closes every open figure (called by plt.show() and at the end of a cell)."""
-    figures = _open_figures()
-    for figure in figures:
-        try:
-            _capture_figure(figure)
-        except Exception as exc:  # a figure that cannot be drawn must not fail the cell
-            _warn("a figure could not be rendered: %s: %s" % (type(exc).__name__, exc))
-    if figures:
-        sys.modules["matplotlib.pyplot"].close("all")
+    if _Collector.current is None:
+        return
+    try:
+        for figure in _open_figures():
+            try:
+                _capture_figure(figure)
+            except Exception as exc:  # a figure that cannot be drawn must not fail the cell
+                _warn("a figure could not be rendered: %s: %s" % (type(exc).__name__, exc))
+    except Exception as exc:
+        _warn("open figures could not be listed: %s: %s" % (type(exc).__name__, exc))
+    finally:
+        _close_open_figures()  # also when an interrupt stopped the rendering
 
 
 def _is_figure(value):

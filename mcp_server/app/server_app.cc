@@ -293,6 +293,14 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     server.start();
     server_endpoints->set(server::listenerEndpoints(http.address, server.port()));
     signals.onSignal([&] { server.stop(); });
+    const bool loopback =
+        http.address == "::1" || http.address == "localhost" || http.address.rfind("127.", 0) == 0;
+    if (!loopback) {
+      spdlog::warn(
+          "WEAKENED: HTTP listens on {} beyond loopback; every request needs the bearer "
+          "token",
+          http.address);
+    }
     spdlog::info(
         "serving MCP over Streamable HTTP at http://{}:{}{}{}",
         http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,

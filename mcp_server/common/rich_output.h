@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/base64.h"
+#include "common/utf8.h"
 
 namespace common {
 
@@ -32,6 +33,9 @@ inline constexpr std::size_t kMaxImagesLimit = 32;
 inline constexpr std::size_t kMaxImageBytesLimit = std::size_t{4} * 1024 * 1024;
 inline constexpr std::int64_t kMinImagePx = 64;
 inline constexpr std::int64_t kMaxImagePx = 8192;
+// PNG bytes sent inline per execution, all images together, so that a reply with its images
+// always fits a frame (64 MiB) beside the capped output; images past it are not sent.
+inline constexpr std::size_t kMaxInlineImageBytesTotal = std::size_t{8} * 1024 * 1024;
 
 struct Image {
   std::string path;        // the full-size file in the sandbox; empty when none was kept
@@ -75,10 +79,12 @@ inline std::uint32_t bigEndian32(std::string_view bytes, std::size_t at) {
   return value;
 }
 
+// At most `cap` bytes of a string, never ending inside a UTF-8 character; "" for a non-string.
 inline std::string shortString(const nlohmann::json& value, std::size_t cap) {
   if (!value.is_string()) return {};
-  const auto& text = value.get_ref<const std::string&>();
-  return text.substr(0, std::min(text.size(), cap));
+  const std::string_view text = value.get_ref<const std::string&>();
+  if (text.size() <= cap) return std::string(text);
+  return std::string(text.substr(0, completeUtf8PrefixLength(text.substr(0, cap))));
 }
 
 inline std::int64_t nonNegative(const nlohmann::json& object, const char* key) {
@@ -113,26 +119,42 @@ inline std::int64_t nonNegative(const nlohmann::json& object, const char* key) {
   if (images != reply.end() && images->is_array()) {
     std::size_t index = 0;
     std::size_t refused = 0;
+    std::size_t inline_bytes = 0;
     const auto refuse = [&](std::string why) {
       if (++refused <= kMaxDroppedNotes) out.dropped.push_back(std::move(why));
     };
     for (const auto& entry : *images) {
       ++index;
-      if (out.images.size() >= limits.max_count || index > kMaxImageEntries) {
+      if (out.images.size() >= limits.max_count) {
         refuse("images past the limit of " + std::to_string(limits.max_count) +
                " per execution were not sent (images.max_per_call)");
         break;
       }
+      if (index > kMaxImageEntries) {
+        refuse("entries past the first " + std::to_string(kMaxImageEntries) + " were ignored");
+        break;
+      }
       if (!entry.is_object()) continue;
       const auto data = entry.find("data_b64");
-      if (data == entry.end() || !data->is_string() ||
-          data->get_ref<const std::string&>().size() > (limits.max_bytes + 2) / 3 * 4) {
-        refuse("image " + std::to_string(index) + " is larger than " +
-               std::to_string(limits.max_bytes) + " bytes (images.max_bytes)");
+      if (data == entry.end() || !data->is_string()) {
+        refuse("image " + std::to_string(index) + " has no PNG data");
         continue;
       }
-      const auto png = base64Decode(data->get_ref<const std::string&>());
-      const auto size = png ? pngSize(*png) : std::nullopt;
+      // Checked on the text first, so that nothing larger is ever decoded (base64: 4 per 3).
+      const auto png = data->get_ref<const std::string&>().size() <= limits.max_bytes / 3 * 4 + 8
+                           ? base64Decode(data->get_ref<const std::string&>())
+                           : std::nullopt;
+      if (!png || png->size() > limits.max_bytes) {
+        refuse("image " + std::to_string(index) + " is larger than " +
+               std::to_string(limits.max_bytes) + " bytes (images.max_bytes) or not base64");
+        continue;
+      }
+      if (inline_bytes + png->size() > kMaxInlineImageBytesTotal) {
+        refuse("image " + std::to_string(index) + " was not sent: the images of one execution " +
+               "may hold " + std::to_string(kMaxInlineImageBytesTotal) + " bytes in all");
+        continue;
+      }
+      const auto size = pngSize(*png);
       if (!size) {
         refuse("image " + std::to_string(index) + " is not a PNG");
         continue;
@@ -142,8 +164,9 @@ inline std::int64_t nonNegative(const nlohmann::json& object, const char* key) {
                std::to_string(limits.max_px) + " px (images.max_px)");
         continue;
       }
+      inline_bytes += png->size();
       Image image;
-      image.data_b64 = data->get<std::string>();
+      image.data_b64 = base64Encode(*png);  // canonical: what is sent on is what was checked
       image.data_width = size->first;
       image.data_height = size->second;
       image.data_bytes = png->size();
@@ -189,7 +212,8 @@ inline std::int64_t nonNegative(const nlohmann::json& object, const char* key) {
                                     shortString(pair[1], rich_output_detail::kMaxNameBytes));
       }
     }
-    summary.dtypes_cut = summary.dtypes_cut || table->value("dtypes_cut", false) == true;
+    const auto cut = table->find("dtypes_cut");
+    summary.dtypes_cut = summary.dtypes_cut || (cut != table->end() && *cut == true);
     out.table = std::move(summary);
   }
   return out;

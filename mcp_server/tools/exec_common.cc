@@ -324,7 +324,7 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   if (acquired.lost_reason) result.state_lost = true;
   const std::string execution_id = "exec-" + common::randomHex(8);
   out.structured = toStructured(result, execution_id, session->id(), acquired.created);
-  addRichOutput(result, execution_id, *session, out);
+  if (kind == sandbox::ExecKind::kPython) addRichOutput(result, execution_id, *session, out);
   linkSavedOutputs(result, execution_id, *session, out);
   out.text = renderText(out.structured);
   if (!warnings.empty()) {

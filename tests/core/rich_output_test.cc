@@ -67,9 +67,9 @@ TEST(RichOutput, RefusesWhatBreaksTheLimitsAndSaysWhy) {
   };
   const Case cases[] = {
       {"not a PNG", imageEntry(std::string(64, 'x')), "not a PNG"},
-      {"not base64", json{{"data_b64", "%%%%"}}, "not a PNG"},
-      {"no data", json{{"path", "/tmp/a.png"}}, "larger than 4096 bytes"},
-      {"data not a string", json{{"data_b64", 5}}, "larger than 4096 bytes"},
+      {"not base64", json{{"data_b64", "%%%%"}}, "or not base64"},
+      {"no data", json{{"path", "/tmp/a.png"}}, "has no PNG data"},
+      {"data not a string", json{{"data_b64", 5}}, "has no PNG data"},
       {"too wide", imageEntry(pngHeader(1001, 10)), "larger than 1000 px"},
       {"too tall", imageEntry(pngHeader(10, 5000)), "larger than 1000 px"},
       {"too many bytes", imageEntry(pngHeader(10, 10) + std::string(5000, '\0')),
@@ -101,6 +101,54 @@ TEST(RichOutput, AFloodOfBadEntriesIsLookedAtOnlyUpToTheBoundAndCostsAFewLines) 
   EXPECT_EQ(rich.dropped.back(),
             std::to_string(common::kMaxImageEntries + 1 - common::kMaxDroppedNotes) +
                 " more image(s) were refused");
+}
+
+TEST(RichOutput, TheBoundIsOnDecodedBytesAndWhatIsSentOnIsCanonicalBase64) {
+  common::ImageLimits limits;
+  limits.max_bytes = 100;
+  const std::string exact = pngHeader(5, 5) + std::string(100 - 41, 'p');
+  const std::string over = exact + "p";
+  std::string wrapped = common::base64Encode(exact);
+  wrapped.insert(8, "\n");  // accepted by the decoder, never passed on as sent
+  const auto rich = common::parseRichOutput(
+      json{{"images", {json{{"data_b64", wrapped}}, imageEntry(over)}}}, limits);
+  ASSERT_EQ(rich.images.size(), 1U);
+  EXPECT_EQ(rich.images[0].data_b64, common::base64Encode(exact));
+  EXPECT_EQ(rich.images[0].data_bytes, 100U);
+  ASSERT_EQ(rich.dropped.size(), 1U);
+  EXPECT_NE(rich.dropped[0].find("image 2 is larger than 100 bytes"), std::string::npos);
+}
+
+TEST(RichOutput, AllImagesOfOneExecutionShareOneByteBudget) {
+  common::ImageLimits limits;
+  limits.max_count = 32;
+  limits.max_bytes = common::kMaxImageBytesLimit;
+  const std::string big = pngHeader(10, 10) + std::string(3 * 1024 * 1024, 'p');
+  json images = json::array();
+  for (int i = 0; i < 4; ++i) images.push_back(imageEntry(big));
+  const auto rich = common::parseRichOutput(json{{"images", images}}, limits);
+  EXPECT_EQ(rich.images.size(), 2U) << "8 MiB in all: two of 3 MiB fit, a third does not";
+  ASSERT_EQ(rich.dropped.size(), 2U);
+  EXPECT_NE(rich.dropped[0].find("may hold 8388608 bytes in all"), std::string::npos);
+}
+
+TEST(RichOutput, TableFieldsOfTheWrongTypeAreDroppedNotThrown) {
+  for (const json& cut : {json("yes"), json(1), json::array(), json(nullptr)}) {
+    const json reply{{"table", {{"kind", "Series"}, {"shape", {3}}, {"dtypes_cut", cut}}}};
+    common::RichOutput rich;
+    EXPECT_NO_THROW(rich = common::parseRichOutput(reply, {})) << cut;
+    ASSERT_TRUE(rich.table);
+    EXPECT_FALSE(rich.table->dtypes_cut) << cut;
+  }
+  // A long name is cut on a character boundary: 200 two-byte characters, cut at 256 bytes.
+  std::string name;
+  for (int i = 0; i < 200; ++i) name += "\xc3\xa9";
+  const json reply{
+      {"table", {{"kind", "Series"}, {"dtypes", json::array({json::array({name, "float64"})})}}}};
+  const auto rich = common::parseRichOutput(reply, {});
+  ASSERT_EQ(rich.table->dtypes.size(), 1U);
+  EXPECT_EQ(rich.table->dtypes[0].first.size(), 256U);
+  EXPECT_TRUE(common::isValidUtf8(rich.table->dtypes[0].first));
 }
 
 TEST(RichOutput, IgnoresShapesItDoesNotKnow) {

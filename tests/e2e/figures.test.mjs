@@ -71,7 +71,7 @@ test('a matplotlib figure comes back as image content; its full size reads back 
   const [image] = checkedImages(r);
   assert.equal(r.structuredContent.images.length, 1);
   assert.equal(image.width, image.sent_width, 'small enough to be sent at full size');
-  assert.match(image.uri, /^sandbox:\/\/fig-basic\/tmp\/\.sandbox-mcp\/figures\/figure-\d+-1\.png$/);
+  assert.match(image.uri, /^sandbox:\/\/fig-basic\/tmp\/\.sandbox-mcp\/figures\/figure-\d+-\d+-1\.png$/);
   const full = await readBlob(client, image.uri);
   assert.deepEqual(pngSize(full), { width: image.width, height: image.height });
   assert.equal(full.length, image.bytes);

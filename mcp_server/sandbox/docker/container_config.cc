@@ -126,6 +126,11 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
       {"AutoRemove", true},
       {"Init", false},  // the agent is PID 1 and reaps its children itself
       {"IpcMode", "private"},
+      // The agent's stderr also goes to the engine's log driver; sandbox code can make the agent
+      // write there (every malformed line it sends is reported), so the log must not grow
+      // without bound on the host. The server reads stderr through attach; this copy is only
+      // for `docker logs`.
+      {"LogConfig", {{"Type", "json-file"}, {"Config", {{"max-size", "1m"}, {"max-file", "1"}}}}},
   };
 
   nlohmann::json body = {
