@@ -4,12 +4,11 @@
 // then fetch it with download_file (two calls). Also a DataFrame value's table preview against the
 // same cell returning len(df). One server over HTTP, interleaved. Results in
 // bench/results/figures.{md,json}. See bench/README.md.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { SERVER_BIN, connectHttp, startHttpServer, stopServer, waitFor } from '../tests/e2e/harness.mjs';
 import {
-  RESULTS_DIR, SCALE, callOk, fmt, fmtRatio, machineInfo, managedContainersOf, summarize, timed,
+  SCALE, callOk, fmt, fmtRatio, machineInfo, managedContainersOf, summarize, timed, writeResults,
 } from './lib.mjs';
 
 const count = (n) => Math.max(3, Math.round(n * SCALE));
@@ -63,7 +62,6 @@ function report(info) {
 
 async function main() {
   const info = machineInfo();
-  mkdirSync(RESULTS_DIR, { recursive: true });
   log(`server ${SERVER_BIN}; machine is shared, numbers are noisy`);
   const server = await startHttpServer();
   if (process.env.BENCH_PID_FILE) writeFileSync(process.env.BENCH_PID_FILE, `${server.pid}\n`);
@@ -130,9 +128,7 @@ async function main() {
   }
   info.load_end = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const { md, json } = report(info);
-  writeFileSync(path.join(RESULTS_DIR, 'figures.md'), md);
-  writeFileSync(path.join(RESULTS_DIR, 'figures.json'), JSON.stringify(json, null, 2));
-  process.stdout.write(md);
+  writeResults('figures', md, json);
 }
 
 await main();

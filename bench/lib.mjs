@@ -1,7 +1,7 @@
 // Helpers shared by the benchmark scripts: timing and summaries, MCP calls that must succeed,
 // the docker CLI, and a description of the machine the numbers come from.
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -117,6 +117,14 @@ export function machineInfo() {
 }
 
 // --- formatting -----------------------------------------------------------------------------
+// Writes bench/results/<name>.md and <name>.json and prints the Markdown.
+export function writeResults(name, md, json) {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(path.join(RESULTS_DIR, `${name}.md`), md);
+  writeFileSync(path.join(RESULTS_DIR, `${name}.json`), JSON.stringify(json, null, 2));
+  process.stdout.write(md);
+}
+
 export const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 export const fmtRatio = (r) => (r >= 1 ? `${r.toFixed(1)}× faster` : `${(1 / r).toFixed(1)}× slower`);
 

@@ -3,15 +3,15 @@
 // preload and with it off (two servers, same run), against a `docker run` that does the imports.
 // Also the memory the engine accounts to a pooled sandbox either way. Results in
 // bench/results/preload.{md,json}. See bench/README.md.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
   SERVER_BIN, connectHttp, dockerGet, startHttpServer, stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
-  RESULTS_DIR, SCALE, callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, summarize,
-  timed,
+  SCALE, callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, summarize,
+  timed, writeResults,
 } from './lib.mjs';
 
 const IMAGE = process.env.SANDBOX_IMAGE_TAG || 'sandbox-mcp/python:latest';
@@ -109,7 +109,6 @@ function report(info) {
 
 async function main() {
   const info = machineInfo();
-  mkdirSync(RESULTS_DIR, { recursive: true });
   log(`server ${SERVER_BIN}; machine is shared, numbers are noisy`);
   const sides = [];
   const pidFile = process.env.BENCH_PID_FILE;
@@ -154,9 +153,7 @@ async function main() {
   }
   info.load_end = os.loadavg().map((x) => x.toFixed(2)).join(' ');
   const { md, json } = report(info);
-  writeFileSync(path.join(RESULTS_DIR, 'preload.md'), md);
-  writeFileSync(path.join(RESULTS_DIR, 'preload.json'), JSON.stringify(json, null, 2));
-  process.stdout.write(md);
+  writeResults('preload', md, json);
 }
 
 await main();

@@ -40,15 +40,9 @@ target_link_libraries(mcp_core
 # sandbox_mcp.py (the in-sandbox MCP client) is embedded; the server writes it to its run-time
 # directory and mounts it into every sandbox.
 set(APP_GENERATED_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
-add_custom_command(
-  OUTPUT ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h
-  COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
-          -DOUTPUT=${APP_GENERATED_DIR}/app/sandbox_mcp_source.h -DSYMBOL=kSandboxMcpPython
-          -DNAMESPACE=app -P ${CMAKE_CURRENT_SOURCE_DIR}/agent/embed_text.cmake
-  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
-          ${CMAKE_CURRENT_SOURCE_DIR}/agent/embed_text.cmake
-  COMMENT "Embedding sandbox_mcp.py into sandbox-mcp"
-  VERBATIM)
+embed_text(${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
+           ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h kSandboxMcpPython app
+           "Embedding sandbox_mcp.py into sandbox-mcp")
 add_library(mcp_app STATIC app/cli_options.cc app/server_app.cc
             ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h)
 target_include_directories(mcp_app PRIVATE ${APP_GENERATED_DIR})
