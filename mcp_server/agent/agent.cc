@@ -55,6 +55,7 @@ Agent::Agent(std::filesystem::path saved_output_dir)
   loop_.watchFd(kInputFd, POLLIN, [this](short /*revents*/) { onInputReadable(); });
   loop_.watchFd(signals_.fd(), POLLIN, [this](short /*revents*/) { onSignals(); });
   executor_.startPython();
+  executor_.prestartShell();
 }
 
 int Agent::run() {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,16 +20,32 @@ namespace agent {
 namespace {
 
 constexpr std::size_t kMaxMappedFds = 8;
+// The child runs on its own stack until it execs; exec and the calls before it need little.
+constexpr std::size_t kChildStackBytes = std::size_t{64} * 1024;
 
-// Runs in the forked child: only async-signal-safe calls until exec (no allocation).
-[[noreturn]] void execChild(const SpawnSpec& spec, char* const* argv, int stdin_fd, int error_fd) {
-  ::setpgid(0, 0);
-  sigset_t empty;
-  ::sigemptyset(&empty);
-  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+// What the child needs, prepared by the parent: the child shares the parent's memory (CLONE_VM)
+// and must not allocate, lock or touch anything the parent might be changing.
+struct ChildArgs {
+  const SpawnSpec* spec = nullptr;
+  char* const* argv = nullptr;
+  int stdin_fd = -1;
+  int exec_errno = 0;  // written by the child when it cannot exec; read once it has gone
+};
+
+// The child of spawnProcess, on its own stack, sharing the parent's memory until execve: only
+// async-signal-safe calls, and credentials changed with raw syscalls (glibc's wrappers would
+// try to coordinate with the parent's threads).
+int execChild(void* raw) {
+  auto& args = *static_cast<ChildArgs*>(raw);
+  const SpawnSpec& spec = *args.spec;
+  // Dispositions first, then the mask: no signal may be delivered to an inherited handler.
   for (int sig = 1; sig < NSIG; ++sig) {
     ::signal(sig, SIG_DFL);  // also undoes SIG_IGN for SIGPIPE, which exec would keep
   }
+  sigset_t empty;
+  ::sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  ::setpgid(0, 0);
   // First move every source above the target range, so one mapping never clobbers another's
   // source; dup2 then clears close-on-exec on each target.
   constexpr int kHighFd = 64;
@@ -42,15 +59,13 @@ constexpr std::size_t kMaxMappedFds = 8;
     ::dup2(high[i], spec.fds[i].first);
     if (spec.fds[i].first == 0) stdin_mapped = true;
   }
-  if (!stdin_mapped) ::dup2(stdin_fd, 0);
+  if (!stdin_mapped) ::dup2(args.stdin_fd, 0);
   if (!becomeCodeUserInChild()) {
-    const int err = errno;
-    [[maybe_unused]] auto n = ::write(error_fd, &err, sizeof err);
+    args.exec_errno = errno;
     ::_exit(127);
   }
-  ::execve(spec.executable.c_str(), argv, environ);
-  const int err = errno;
-  [[maybe_unused]] auto n = ::write(error_fd, &err, sizeof err);
+  ::execve(spec.executable.c_str(), args.argv, environ);
+  args.exec_errno = errno;
   ::_exit(127);
 }
 
@@ -85,24 +100,19 @@ pid_t spawnProcess(const SpawnSpec& spec) {
     throw std::invalid_argument("spawnProcess: too many fds to map for " + spec.executable);
   }
   const UniqueFd empty_input = openEmptyInput();
-  Pipe exec_status = makePipe(false);  // the child writes errno here when exec fails
-
-  const pid_t pid = ::fork();
+  ChildArgs args{&spec, argv.data(), empty_input.get(), 0};
+  // CLONE_VFORK: this thread waits until the child has exec'd or exited, without copying the
+  // agent's address space. Under gVisor a full fork costs several times more (bench/README.md).
+  std::vector<char> stack(kChildStackBytes);
+  const pid_t pid =
+      ::clone(execChild, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   if (pid < 0) {
-    throw std::system_error(errno, std::generic_category(), "fork for " + spec.executable);
+    throw std::system_error(errno, std::generic_category(), "starting " + spec.executable);
   }
-  if (pid == 0) execChild(spec, argv.data(), empty_input.get(), exec_status.write_end.get());
-
   ::setpgid(pid, pid);  // also in the parent, so killing the group right away cannot miss
-  exec_status.write_end.reset();
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(exec_status.read_end.get(), &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
-  if (n == sizeof child_errno) {
+  if (args.exec_errno != 0) {
     // The child has exited with 127; the Reaper collects it.
-    throw std::system_error(child_errno, std::generic_category(), "exec " + spec.executable);
+    throw std::system_error(args.exec_errno, std::generic_category(), "exec " + spec.executable);
   }
   return pid;
 }

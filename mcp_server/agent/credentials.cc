@@ -77,8 +77,10 @@ const std::optional<CodeUser>& codeUser() noexcept { return storedCodeUser(); }
 bool becomeCodeUserInChild() noexcept {
   const auto& user = storedCodeUser();
   if (!user) return true;
-  return ::setresgid(user->gid, user->gid, user->gid) == 0 &&
-         ::setresuid(user->uid, user->uid, user->uid) == 0;
+  // Raw syscalls: this runs in a child that shares the agent's memory (spawnProcess), where
+  // glibc's wrappers may try to coordinate the change with threads that are not the child's.
+  return ::syscall(SYS_setresgid, user->gid, user->gid, user->gid) == 0 &&
+         ::syscall(SYS_setresuid, user->uid, user->uid, user->uid) == 0;
 }
 
 void scrubInitialEnvironment() {

@@ -64,6 +64,7 @@ void Executor::pump() {
     front_start_attempted_ = false;
     beginRun(std::move(request));
   }
+  if (!run_ && queue_.empty()) prestartShell();  // idle: pay for the next shell now
 }
 
 void Executor::beginRun(ExecRequest request) {
@@ -267,44 +268,6 @@ void Executor::onPythonGraceExpired() {
   run_->notes.push_back("[sandbox] execution " + run_->stoppedBecause() +
                         "; the Python interpreter was restarted and its state (variables, "
                         "imports) was lost");
-  finish(std::move(result));
-}
-
-// ---- shell ----------------------------------------------------------------------------------
-
-void Executor::startShell() {
-  ShellProcess::Events events{
-      [this](OutputStream s, std::string_view d) { appendOutput(s, d); },
-      [this](int wait_status) { onShellExit(wait_status); },
-  };
-  try {
-    run_->shell =
-        std::make_unique<ShellProcess>(loop_, reaper_, run_->request.code, std::move(events));
-    groups_.insert(run_->shell->pgid());
-  } catch (const std::system_error& e) {
-    const std::int64_t id = run_->request.id;
-    loop_.cancelTimer(run_->deadline_timer);
-    run_.reset();
-    rejectRequest(id, std::string("cannot start /bin/sh (") + e.what() +
-                          "); shell commands need an image with /bin/sh");
-    pump();
-  }
-}
-
-void Executor::onShellExit(int wait_status) {
-  run_->shell->drainOutput();
-  ExecResult result;
-  if (run_->stop_status) {
-    run_->shell->signalGroup(SIGKILL);  // whatever outlived the shell goes too
-    result.status = *run_->stop_status;
-    result.exit_code = run_->stoppedExitCode();
-    run_->notes.push_back("[sandbox] command " + run_->stoppedBecause() +
-                          "; its process group was killed");
-  } else {
-    result.exit_code = shellStyleExitCode(wait_status);
-    result.status = result.exit_code == 0 ? "success" : "error";
-  }
-  run_->shell.reset();
   finish(std::move(result));
 }
 

@@ -49,6 +49,9 @@ class Executor {
 
   // Looks for python3 and starts the driver (or records why there is none).
   void startPython();
+  // Starts a warm shell for the next shell command, unless one is waiting already (or /bin/sh
+  // could not be started before). Also done whenever the executor becomes idle.
+  void prestartShell();
 
   // Queues a request; its reply (and output events) go out through `send` later.
   void submit(ExecRequest request);
@@ -92,6 +95,7 @@ class Executor {
   void onJavascriptExit(int wait_status);
   void onJavascriptGraceExpired();
 
+  // Shell (executor_shell.cc)
   void startShell();
   void onShellExit(int wait_status);
 
@@ -125,6 +129,8 @@ class Executor {
   const std::filesystem::path saved_output_dir_;
   std::deque<std::filesystem::path> saved_output_files_;  // oldest first
   std::set<pid_t> groups_;  // process groups started here that may still have members
+  std::unique_ptr<ShellProcess> warm_shell_;  // started while idle, for the next shell command
+  bool warm_shell_failed_ = false;            // /bin/sh could not be started: stop trying
 };
 
 }  // namespace agent
