@@ -77,14 +77,33 @@ void Agent::onInputReadable() {
   }
   decoder_.feed(std::string_view(input_buffer_.data(), static_cast<std::size_t>(n)));
   try {
-    while (auto payload = decoder_.next()) {
-      handlePayload(*payload);
+    while (auto frame = decoder_.nextFrame()) {
+      handleFrame(*frame);
       if (shutting_down_) return;
     }
   } catch (const frame::FrameError& e) {
     // The length prefix is unusable, so the stream cannot be resynchronised.
     shutdown(2, std::string(e.what()) + "; the frame stream cannot continue");
   }
+}
+
+void Agent::handleFrame(frame::Frame& frame) {
+  if (awaiting_data_) {
+    const nlohmann::json request = std::move(*awaiting_data_);
+    awaiting_data_.reset();
+    const auto id = request["id"].get<std::int64_t>();
+    const auto& op = request["op"].get_ref<const std::string&>();
+    if (frame.kind == frame::FrameKind::kData) {
+      dispatch(id, op, request, &frame.payload);
+      return;
+    }
+    replyError(id, op + ": the request announced a data frame and none followed");
+  } else if (frame.kind == frame::FrameKind::kData) {
+    std::fprintf(stderr, "sandbox-agent: ignoring a data frame no request announced (%zu bytes)\n",
+                 frame.payload.size());
+    return;
+  }
+  handlePayload(frame.payload);
 }
 
 void Agent::handlePayload(const std::string& payload) {
@@ -109,10 +128,16 @@ void Agent::handlePayload(const std::string& payload) {
     replyError(id->get<std::int64_t>(), "the request has no \"op\" string; see PROTOCOL.md");
     return;
   }
-  dispatch(id->get<std::int64_t>(), op->get<std::string>(), request);
+  if (const auto data = request.find("data_frame");
+      data != request.end() && data->is_boolean() && data->get<bool>() && *op == "write_file") {
+    awaiting_data_ = std::move(request);  // dispatched with the next frame
+    return;
+  }
+  dispatch(id->get<std::int64_t>(), op->get<std::string>(), request, nullptr);
 }
 
-void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request) {
+void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request,
+                     const std::string* data) {
   try {
     if (op == "hello") {
       replyHello(id);
@@ -121,12 +146,14 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
     } else if (op == "cancel") {
       send({{"id", id}, {"ok", true}, {"cancelled", executor_.cancel(targetField(request))}});
     } else if (op == "write_file" || op == "read_file" || op == "list_files") {
-      nlohmann::json reply = op == "write_file"  ? writeFileRequest(request, cwd_)
-                             : op == "read_file" ? readFileRequest(request, cwd_)
+      std::string read_data;  // read_file's content when it goes back as a data frame
+      nlohmann::json reply = op == "write_file"  ? writeFileRequest(request, cwd_, data)
+                             : op == "read_file" ? readFileRequest(request, cwd_, read_data)
                                                  : listFilesRequest(request, cwd_);
       reply["id"] = id;
       reply["ok"] = true;
-      send(reply);
+      const bool with_data = reply.contains("data_frame");
+      send(reply, with_data ? &read_data : nullptr);
     } else {
       replyError(id, "unknown op \"" + op +
                          "\"; expected hello, exec, cancel, write_file, read_file or list_files");
@@ -159,11 +186,13 @@ void Agent::replyError(std::int64_t id, const std::string& error) {
   send({{"id", id}, {"ok", false}, {"error", error}});
 }
 
-void Agent::send(const nlohmann::json& message) {
+void Agent::send(const nlohmann::json& message, const std::string* data) {
   if (shutting_down_) return;
   std::string bytes;
+  std::string data_header;
   try {
     bytes = frame::encode(dumpJson(message));
+    if (data != nullptr) data_header = frame::encodeHeader(data->size(), frame::FrameKind::kData);
   } catch (const frame::FrameError& e) {
     const auto id = message.find("id");
     if (id == message.end()) return;
@@ -172,7 +201,10 @@ void Agent::send(const nlohmann::json& message) {
                                     {"error", std::string("the reply was too large to send (") +
                                                   e.what() + "); ask for less output"}}));
   }
-  if (!writeAll(kOutputFd, bytes)) {
+  if (data_header.empty()) data = nullptr;  // the reply became an error: no data follows
+  // The data frame is written as it is, not copied behind its header.
+  if (!writeAll(kOutputFd, bytes) ||
+      (data != nullptr && (!writeAll(kOutputFd, data_header) || !writeAll(kOutputFd, *data)))) {
     shutdown(0, std::string("writing stdout failed (") + std::strerror(errno) +
                     "); the server went away, stopping");
   }

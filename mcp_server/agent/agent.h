@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,11 +33,15 @@ class Agent {
  private:
   void onInputReadable();
   void onSignals();
+  void handleFrame(frame::Frame& frame);
   void handlePayload(const std::string& payload);
-  void dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request);
+  // `data`: the request's data frame (write_file with "data_frame": true), else null.
+  void dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request,
+                const std::string* data);
   void replyHello(std::int64_t id);
   void replyError(std::int64_t id, const std::string& error);
-  void send(const nlohmann::json& message);
+  // Sends `message`, followed by `data` as its data frame when given.
+  void send(const nlohmann::json& message, const std::string* data = nullptr);
   void shutdown(int exit_code, std::string_view reason);
 
   EventLoop loop_;
@@ -44,6 +49,8 @@ class Agent {
   Reaper reaper_;
   Executor executor_;
   frame::Decoder decoder_;
+  // A request that announced a data frame ("data_frame": true) and waits for it.
+  std::optional<nlohmann::json> awaiting_data_;
   // Reused for every read of stdin: allocating (and zeroing) 256 KiB per frame costs page
   // faults, which are dear under gVisor.
   std::string input_buffer_;

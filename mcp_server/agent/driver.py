@@ -7,7 +7,7 @@ Protocol (one JSON object per line):
   fd 4, driver -> agent: first {"ready": true, "python_version": "3.11.2"}, then one reply per
         command, naming its cell: {"cell": int, "status": "success" | "error",
                   "exit_code": int, "result": str | null,
-                  "interrupted": bool, "images"?: [{"path", "width", "height", "bytes",
+                  "interrupted": bool, "exec_ms"?: float (the code's own run time), "images"?: [{"path", "width", "height", "bytes",
                   "data_b64"}], "table"?: {"kind", "shape", "dtypes", "dtypes_cut"}}
 Figures a cell leaves open (or shows with plt.show(), or passes to display()) and values with
 _repr_png_ come back as PNG images, saved full size under figures_dir and sent inline downscaled
@@ -25,6 +25,7 @@ import linecache
 import os
 import signal
 import sys
+import time
 import traceback
 import types
 
@@ -133,10 +134,12 @@ def _run_cell(command, namespace):
     collector = _Collector(command, _State.cells)
     _Collector.current = collector if collector.max_images > 0 else None
     _State.running = True
+    started = time.perf_counter()
     try:
         try:
             exec(body, namespace)
             value = eval(last, namespace) if last is not None else None
+            reply["exec_ms"] = round((time.perf_counter() - started) * 1000.0, 3)
             if value is not None:
                 reply["result"], extra = _rich_result(value, max_result_chars, _shorten)
                 reply.update(extra)

@@ -89,6 +89,7 @@ nlohmann::json toReply(std::int64_t id, const ExecResult& result) {
       {"stderr_bytes", result.stderr_bytes},
       {"duration_ms", result.duration_ms},
       {"state_lost", result.state_lost}};
+  if (result.exec_ms) reply["exec_ms"] = *result.exec_ms;
   common::writeRichOutput(reply, result.rich);
   if (!result.saved_outputs.empty()) {
     auto& saved = reply["saved_output"];

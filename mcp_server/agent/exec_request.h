@@ -51,7 +51,9 @@ struct ExecResult {
   bool stderr_truncated = false;
   std::uint64_t stdout_bytes = 0;
   std::uint64_t stderr_bytes = 0;
-  double duration_ms = 0;
+  double duration_ms = 0;  // from the request's turn to its reply, in the agent
+  // The user code's own run time as the interpreter measured it (Python); nullopt: not measured.
+  std::optional<double> exec_ms;
   bool state_lost = false;
   struct SavedOutput {
     std::string stream;  // stdout | stderr

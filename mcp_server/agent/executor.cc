@@ -215,6 +215,11 @@ void Executor::onDriverReply(const nlohmann::json& reply) {
     }
     result.rich = common::parseRichOutput(reply, run_->request.images);
     for (const auto& why : result.rich.dropped) run_->notes.push_back("[sandbox] " + why);
+    // For the timing breakdown only; a forged value misleads nobody but its author.
+    const auto exec_ms = reply.find("exec_ms");
+    if (exec_ms != reply.end() && exec_ms->is_number() && exec_ms->get<double>() >= 0) {
+      result.exec_ms = exec_ms->get<double>();
+    }
   }
   finish(std::move(result));
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "agent/file_ops.h"
 #include "agent/request_error.h"
@@ -42,33 +43,51 @@ std::optional<std::uint64_t> optionalCount(const nlohmann::json& request, const 
 
 }  // namespace
 
-nlohmann::json writeFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
+nlohmann::json writeFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd,
+                                const std::string* data) {
   const auto path = files::resolvePath(stringField(request, "write_file", "path"), cwd);
   const mode_t mode = modeField(request);
-  const auto data = common::base64Decode(stringField(request, "write_file", "data_b64"));
-  if (!data) throw RequestError("write_file: \"data_b64\" is not valid base64");
+  std::optional<std::string> decoded;
+  if (data == nullptr) {
+    decoded = common::base64Decode(stringField(request, "write_file", "data_b64"));
+    if (!decoded) throw RequestError("write_file: \"data_b64\" is not valid base64");
+    data = &*decoded;
+  }
   const auto bytes = files::writeFile(path, *data, mode);
   return {{"bytes", bytes}, {"path", path.string()}};
 }
 
-nlohmann::json readFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
+nlohmann::json readFileRequest(const nlohmann::json& request, const std::filesystem::path& cwd,
+                               std::string& data) {
   const auto path = files::resolvePath(stringField(request, "read_file", "path"), cwd);
+  const auto as_frame = request.find("data_frame");
+  const bool data_frame =
+      as_frame != request.end() && as_frame->is_boolean() && as_frame->get<bool>();
+  // The content as the reply's data frame, or inline as base64.
+  const auto content = [&](std::string bytes) -> nlohmann::json {
+    if (!data_frame) return {{"data_b64", common::base64Encode(bytes)}};
+    data = std::move(bytes);
+    return {{"data_frame", true}};
+  };
   const auto offset = optionalCount(request, "offset");
   const auto length = optionalCount(request, "length");
   if (offset || length) {  // a range of a file of any size
-    const auto range =
+    auto range =
         files::readFileRange(path, offset.value_or(0), length.value_or(files::kMaxTransferBytes));
-    return {{"data_b64", common::base64Encode(range.data)},
-            {"size", range.data.size()},
-            {"path", path.string()},
-            {"offset", offset.value_or(0)},
-            {"file_size", range.file_size}};
+    nlohmann::json reply = {{"size", range.data.size()},
+                            {"path", path.string()},
+                            {"offset", offset.value_or(0)},
+                            {"file_size", range.file_size}};
+    reply.update(content(std::move(range.data)));
+    return reply;
   }
   const std::uint64_t max_bytes =
       std::min(optionalCount(request, "max_bytes").value_or(files::kMaxTransferBytes),
                files::kMaxTransferBytes);
-  const std::string data = files::readFile(path, max_bytes);
-  return {{"data_b64", common::base64Encode(data)}, {"size", data.size()}, {"path", path.string()}};
+  std::string bytes = files::readFile(path, max_bytes);
+  nlohmann::json reply = {{"size", bytes.size()}, {"path", path.string()}};
+  reply.update(content(std::move(bytes)));
+  return reply;
 }
 
 nlohmann::json listFilesRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {

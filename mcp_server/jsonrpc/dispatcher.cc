@@ -74,7 +74,10 @@ std::optional<json> Dispatcher::handleOne(const json& message, RequestContext& c
     return makeError(id, kInvalidRequest, "Invalid Request: " + problem);
   }
   const std::string& method = message["method"].get_ref<const std::string&>();
-  const json params = message.value("params", json::object());
+  // Referenced, not copied: params may hold a whole file.
+  static const json kNoParams = json::object();
+  const auto given = message.find("params");
+  const json& params = given != message.end() ? *given : kNoParams;
   const bool is_notification = !message.contains("id");
 
   if (is_notification) {

@@ -57,6 +57,7 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
                                   const CallOptions& options) {
   auto waiter = std::make_shared<Waiter>();
   waiter->on_event = options.on_event;
+  waiter->reply_data = options.reply_data;
   waiter->max_event_bytes = options.max_event_bytes;
   std::uint64_t id = 0;
   {
@@ -66,8 +67,9 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
     waiters_.emplace(id, waiter);
   }
   request["id"] = id;
+  if (!options.request_data.empty()) request["data_frame"] = true;
   try {
-    writeFrame(request);
+    writeFrame(request, options.request_data);
   } catch (const frame::FrameError& e) {  // too large: refuse this call, the channel is fine
     std::lock_guard lock(mutex_);
     waiters_.erase(id);
@@ -107,20 +109,23 @@ nlohmann::json AgentChannel::call(nlohmann::json request, std::chrono::milliseco
   throw ChannelClosedError(close_reason_);
 }
 
-void AgentChannel::writeFrame(const nlohmann::json& message) {
+void AgentChannel::writeFrame(const nlohmann::json& message, std::string_view data) {
   // Invalid UTF-8 from a caller is replaced rather than thrown: the agent only sees valid JSON.
   const std::string payload = common::dumpJson(message);
-  if (payload.size() < kCopyIntoFrameBytes) {
-    const std::string bytes = frame::encode(payload);
-    std::lock_guard lock(write_mutex_);
-    stream_->write(bytes);
-    return;
-  }
-  // A large payload (a file) is not copied once more behind a header: two writes instead.
+  // Checked before anything is written: a refused frame leaves the stream as it was.
   const std::string header = frame::encodeHeader(payload.size());
-  std::lock_guard lock(write_mutex_);
-  stream_->write(header);
-  stream_->write(payload);
+  const std::string data_header =
+      data.empty() ? std::string() : frame::encodeHeader(data.size(), frame::FrameKind::kData);
+  std::lock_guard lock(write_mutex_);  // the data frame follows its request, nothing between
+  if (payload.size() < kCopyIntoFrameBytes) {
+    stream_->write(header + payload);
+  } else {  // a large payload is not copied once more behind its header: two writes instead
+    stream_->write(header);
+    stream_->write(payload);
+  }
+  if (data.empty()) return;
+  stream_->write(data_header);
+  stream_->write(data);
 }
 
 void AgentChannel::sendCancel(std::uint64_t target) noexcept {
@@ -141,6 +146,7 @@ void AgentChannel::sendCancel(std::uint64_t target) noexcept {
 void AgentChannel::readLoop() noexcept {
   frame::Decoder decoder;
   std::string chunk;
+  std::optional<std::pair<std::uint64_t, nlohmann::json>> awaiting_data;  // reply and its id
   try {
     for (;;) {
       chunk.clear();
@@ -149,14 +155,28 @@ void AgentChannel::readLoop() noexcept {
         return;
       }
       decoder.feed(chunk);
-      while (auto payload = decoder.next()) dispatch(*payload);
+      while (auto frame = decoder.nextFrame()) {
+        if (awaiting_data) {
+          if (frame->kind != frame::FrameKind::kData) {
+            throw frame::FrameError("the agent announced a data frame and sent none");
+          }
+          std::lock_guard lock(mutex_);
+          deliverReply(awaiting_data->first, std::move(awaiting_data->second), &frame->payload);
+          awaiting_data.reset();
+        } else if (frame->kind == frame::FrameKind::kData) {
+          throw frame::FrameError("the agent sent a data frame no reply announced");
+        } else {
+          awaiting_data = dispatch(frame->payload);
+        }
+      }
     }
   } catch (const std::exception& e) {
     close(std::string("the agent channel broke: ") + e.what());
   }
 }
 
-void AgentChannel::dispatch(const std::string& payload) {
+std::optional<std::pair<std::uint64_t, nlohmann::json>> AgentChannel::dispatch(
+    const std::string& payload) {
   nlohmann::json message;
   try {
     message = common::parseJson(payload);
@@ -170,7 +190,7 @@ void AgentChannel::dispatch(const std::string& payload) {
   if (id_it == message.end() || !id_it->is_number_unsigned()) {
     logger().debug("agent channel {}: ignoring a frame without a numeric id: {}", name_,
                    escapeForLog(payload, 200));
-    return;
+    return std::nullopt;
   }
   const auto id = id_it->get<std::uint64_t>();
   if (message.contains("event")) {
@@ -181,16 +201,27 @@ void AgentChannel::dispatch(const std::string& payload) {
         data != message.end() && data->is_string() ? data->get_ref<const std::string&>().size() : 0;
     deliverEvent(id, message,
                  payload.size() <= 6 * text_bytes + 1024 ? text_bytes : payload.size());
-    return;
+    return std::nullopt;
+  }
+  if (const auto data = message.find("data_frame");
+      data != message.end() && data->is_boolean() && data->get<bool>()) {
+    return std::make_pair(id, std::move(message));
   }
   std::lock_guard lock(mutex_);
+  deliverReply(id, std::move(message), nullptr);
+  return std::nullopt;
+}
+
+void AgentChannel::deliverReply(std::uint64_t id, nlohmann::json reply, std::string* data) {
   const auto it = waiters_.find(id);
   if (it == waiters_.end()) {
     logger().debug("agent channel {}: reply to {} has no waiter (cancel, or after a timeout)",
                    name_, id);
     return;
   }
-  it->second->reply = message;
+  Waiter& waiter = *it->second;
+  if (data != nullptr && waiter.reply_data != nullptr) *waiter.reply_data = std::move(*data);
+  waiter.reply = std::move(reply);
   changed_.notify_all();
 }
 

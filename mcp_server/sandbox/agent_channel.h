@@ -14,7 +14,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "common/cancel_token.h"
 #include "sandbox/backend.h"
@@ -37,6 +39,11 @@ struct AgentCallOptions {
   // Events beyond this many bytes of "data" are dropped (and counted), never handed on: a
   // misbehaving agent cannot stream more into the caller than the execution may produce.
   std::size_t max_event_bytes = SIZE_MAX;
+  // Sent right after the request as its data frame (a file's content, raw); empty: none.
+  std::string_view request_data;
+  // Receives the reply's data frame when the reply announces one ("data_frame": true); a reply
+  // that announces one when this is null (nobody asked) has it dropped.
+  std::string* reply_data = nullptr;
 };
 
 class AgentChannel : public std::enable_shared_from_this<AgentChannel> {
@@ -66,6 +73,7 @@ class AgentChannel : public std::enable_shared_from_this<AgentChannel> {
  private:
   struct Waiter {
     std::optional<nlohmann::json> reply;
+    std::string* reply_data = nullptr;  // where the reply's data frame goes
     EventHandler on_event;
     int dispatching = 0;  // event handlers running now; the caller waits for them to finish
     std::size_t max_event_bytes = SIZE_MAX;
@@ -75,9 +83,14 @@ class AgentChannel : public std::enable_shared_from_this<AgentChannel> {
 
   AgentChannel(std::unique_ptr<ByteStream> stream, std::string name);
   void readLoop() noexcept;
-  void dispatch(const std::string& payload);
+  // Handles one JSON frame. A reply that announces a data frame is returned instead of
+  // delivered: it is delivered with the next frame, which must be that data frame.
+  [[nodiscard]] std::optional<std::pair<std::uint64_t, nlohmann::json>> dispatch(
+      const std::string& payload);
+  // Hands `reply` (and its data frame, when there is one) to its waiter. mutex_ held.
+  void deliverReply(std::uint64_t id, nlohmann::json reply, std::string* data);
   void deliverEvent(std::uint64_t id, const nlohmann::json& event, std::size_t event_bytes);
-  void writeFrame(const nlohmann::json& message);
+  void writeFrame(const nlohmann::json& message, std::string_view data = {});
   void sendCancel(std::uint64_t target) noexcept;
 
   std::unique_ptr<ByteStream> stream_;

@@ -93,8 +93,10 @@ struct ExecResult {
   bool stderr_truncated = false;
   std::uint64_t stdout_bytes = 0;
   std::uint64_t stderr_bytes = 0;
-  double duration_ms = 0;
-  bool state_lost = false;  // the Python interpreter was restarted: globals are gone
+  double duration_ms = 0;         // the execution in the agent, from its turn to its reply
+  double channel_ms = 0;          // the whole round trip to the agent, as the server measured it
+  std::optional<double> exec_ms;  // the code's own run time, when the interpreter measured it
+  bool state_lost = false;        // the Python interpreter was restarted: globals are gone
   std::vector<SavedOutput> saved_outputs;
   common::RichOutput rich;  // images and a pandas table summary (Python only)
 };

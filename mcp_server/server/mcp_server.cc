@@ -190,6 +190,7 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", name->get<std::string>(), ms,
                 result.value("isError", false));
+  result["_meta"][std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
   if (result.value("isError", false)) {
     clientLog(
         call.transport, "warning",

@@ -327,6 +327,10 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   if (kind == sandbox::ExecKind::kPython) addRichOutput(result, execution_id, *session, out);
   linkSavedOutputs(result, execution_id, *session, out);
   out.text = renderText(out.structured);
+  // Where the time went, for bench/ and operators (client time minus server_ms is transport).
+  json timing = {{"channel_ms", result.channel_ms}, {"agent_ms", result.duration_ms}};
+  if (result.exec_ms) timing["exec_ms"] = *result.exec_ms;
+  out.meta[std::string(kTimingMetaKey)] = std::move(timing);
   if (!warnings.empty()) {
     out.structured["warnings"] = warnings;
     for (const auto& warning : warnings) out.text = "warning: " + warning + "\n" + out.text;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "common/cancel_token.h"
 #include "config/config.h"
@@ -32,11 +33,18 @@ struct ToolSpec {
   TaskSupport task_support = TaskSupport::kForbidden;
 };
 
+// The _meta key of a result's timing breakdown: server_ms (the tool call in the server), and for
+// executions channel_ms (the agent round trip), agent_ms (the execution in the agent) and exec_ms
+// (the code's own run time, Python).
+inline constexpr std::string_view kTimingMetaKey = "sandbox-mcp/timing";
+
 struct ToolResult {
   json structured = json::object();  // structuredContent; conforms to output_schema unless error
   std::string text;                  // short rendering for clients that ignore structured content
   // MCP content blocks sent after the text block (image, resource_link, ...), in order.
   json extra_content = json::array();
+  // The result's _meta (e.g. "sandbox-mcp/timing"); sent when not empty, also with an error.
+  json meta = json::object();
   bool is_error = false;
 
   [[nodiscard]] static ToolResult failure(std::string message) {

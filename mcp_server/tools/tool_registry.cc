@@ -64,11 +64,13 @@ json ToolRegistry::call(const std::string& name, const json& arguments, ToolCont
   }
 }
 
-json toCallResult(const ToolResult& result) {
-  json content = json::array({{{"type", "text"}, {"text", result.text}}});
-  for (const auto& block : result.extra_content) content.push_back(block);
+json toCallResult(ToolResult result) {
+  // Moved, not copied: a result may hold a whole file.
+  json content = json::array({{{"type", "text"}, {"text", std::move(result.text)}}});
+  for (auto& block : result.extra_content) content.push_back(std::move(block));
   json out{{"content", std::move(content)}, {"isError", result.is_error}};
-  if (!result.is_error) out["structuredContent"] = result.structured;
+  if (!result.is_error) out["structuredContent"] = std::move(result.structured);
+  if (!result.meta.empty()) out["_meta"] = std::move(result.meta);
   return out;
 }
 

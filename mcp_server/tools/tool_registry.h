@@ -27,6 +27,6 @@ class ToolRegistry {
 };
 
 // Wire form of a result: content + structuredContent + isError.
-[[nodiscard]] json toCallResult(const ToolResult& result);
+[[nodiscard]] json toCallResult(ToolResult result);
 
 }  // namespace tools

@@ -156,12 +156,13 @@ TEST(Unit, ModesParseFromIntegersAndOctalStrings) {
 
 TEST(Unit, FileRequestsRoundTripBase64AndResolveRelativePaths) {
   TempDir dir;
+  std::string unused_data;
   const json written = agent::writeFileRequest(
       json{{"path", "sub/x.bin"}, {"data_b64", "AAH/"}, {"mode", 384}}, dir.path());
   EXPECT_EQ(written["bytes"], 3);
   EXPECT_EQ(written["path"], (dir.path() / "sub" / "x.bin").string());
-  const json read =
-      agent::readFileRequest(json{{"path", "sub/x.bin"}, {"max_bytes", 10}}, dir.path());
+  const json read = agent::readFileRequest(json{{"path", "sub/x.bin"}, {"max_bytes", 10}},
+                                           dir.path(), unused_data);
   EXPECT_EQ(read["data_b64"], "AAH/");
   EXPECT_EQ(read["size"], 3);
   const json listed = agent::listFilesRequest(json{{"path", "sub"}}, dir.path());
@@ -172,11 +173,14 @@ TEST(Unit, FileRequestsRoundTripBase64AndResolveRelativePaths) {
 
 TEST(Unit, FileRequestsRejectBadFields) {
   TempDir dir;
+  std::string unused_data;
   std::string error = errorOf([&] {
     (void)agent::writeFileRequest(json{{"path", "x"}, {"data_b64", "@@@@"}}, dir.path());
   });
   EXPECT_NE(error.find("data_b64"), std::string::npos) << error;
-  error = errorOf([&] { (void)agent::readFileRequest(json{{"max_bytes", 1}}, dir.path()); });
+  error = errorOf([&] {
+    (void)agent::readFileRequest(json{{"max_bytes", 1}}, dir.path(), unused_data);
+  });
   EXPECT_NE(error.find("\"path\""), std::string::npos) << error;
   error = errorOf([&] {
     (void)agent::writeFileRequest(json{{"path", "x"}, {"data_b64", ""}, {"mode", true}},
@@ -207,17 +211,39 @@ TEST(Unit, ReadFileRangeReadsAnyPartOfAFileOfAnySize) {
 
 TEST(Unit, ReadFileRequestTakesARange) {
   TempDir dir;
+  std::string unused_data;
   { std::ofstream(dir.path() / "f.txt") << "abcdef"; }
-  const json read =
-      agent::readFileRequest(json{{"path", "f.txt"}, {"offset", 2}, {"length", 3}}, dir.path());
+  const json read = agent::readFileRequest(json{{"path", "f.txt"}, {"offset", 2}, {"length", 3}},
+                                           dir.path(), unused_data);
   EXPECT_EQ(read["data_b64"], "Y2Rl");  // "cde"
   EXPECT_EQ(read["size"], 3);
   EXPECT_EQ(read["offset"], 2);
   EXPECT_EQ(read["file_size"], 6);
   const std::string error = errorOf([&] {
-    (void)agent::readFileRequest(json{{"path", "f.txt"}, {"offset", -1}}, dir.path());
+    (void)agent::readFileRequest(json{{"path", "f.txt"}, {"offset", -1}}, dir.path(), unused_data);
   });
   EXPECT_NE(error.find("\"offset\" must be a non-negative integer"), std::string::npos) << error;
+}
+
+TEST(Unit, FileRequestsMoveRawBytesAsDataFrames) {
+  TempDir dir;
+  const std::string bytes("\0\xff raw \x01", 8);
+  const json written =
+      agent::writeFileRequest(json{{"path", "raw.bin"}, {"data_frame", true}}, dir.path(), &bytes);
+  EXPECT_EQ(written["bytes"], 8);
+  std::string data;
+  const json read =
+      agent::readFileRequest(json{{"path", "raw.bin"}, {"data_frame", true}}, dir.path(), data);
+  EXPECT_EQ(data, bytes);
+  EXPECT_EQ(read["data_frame"], true);
+  EXPECT_FALSE(read.contains("data_b64")) << "the content travels once, in the data frame";
+  EXPECT_EQ(read["size"], 8);
+  data.clear();
+  const json range = agent::readFileRequest(
+      json{{"path", "raw.bin"}, {"offset", 1}, {"length", 2}, {"data_frame", true}}, dir.path(),
+      data);
+  EXPECT_EQ(data, bytes.substr(1, 2));
+  EXPECT_EQ(range["file_size"], 8);
 }
 
 }  // namespace

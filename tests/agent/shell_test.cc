@@ -51,6 +51,9 @@ TEST(Shell, AKilledWarmShellIsReplacedByACold) {
                                  "pids = [int(l.split()[0]) for l in out.splitlines() "
                                  "if '/proc/self/fd/3' in l]\n"
                                  "for p in pids: os.kill(p, signal.SIGKILL)\n"
+                                 "import time\n"
+                                 "for p in pids:\n"  // until the agent has reaped it
+                                 "  while os.path.exists('/proc/%d' % p): time.sleep(0.01)\n"
                                  "len(pids)");
   ASSERT_EQ(killer["status"], "success") << killer;
   EXPECT_EQ(killer["result"], "1") << "exactly one warm shell waits while the agent is idle";

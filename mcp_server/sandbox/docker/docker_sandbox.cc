@@ -4,7 +4,6 @@
 #include <thread>
 #include <utility>
 
-#include "common/base64.h"
 #include "sandbox/docker/container_fate.h"
 #include "sandbox/log.h"
 
@@ -79,6 +78,9 @@ ExecResult parseExecReply(const nlohmann::json& reply, const ExecRequest& reques
   result.stdout_bytes = field<std::uint64_t>(reply, "stdout_bytes", result.stdout_text.size());
   result.stderr_bytes = field<std::uint64_t>(reply, "stderr_bytes", result.stderr_text.size());
   result.duration_ms = field<double>(reply, "duration_ms", 0.0);
+  if (const auto exec_ms = field<double>(reply, "exec_ms", -1.0); exec_ms >= 0) {
+    result.exec_ms = exec_ms;
+  }
   result.state_lost = field<bool>(reply, "state_lost", false);
   const auto saved = field<nlohmann::json>(reply, "saved_output", nlohmann::json::object());
   for (const char* stream : {"stdout", "stderr"}) {
@@ -201,37 +203,52 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
   }
   // Both streams at their cap (the agent applies the cap to events too), plus some slack.
   options.max_event_bytes = 2 * request.max_output_bytes + 2 * kNotesBytes;
-  return parseExecReply(callAgent(std::move(message), request.timeout + kExecGrace, options),
-                        request);
+  const auto sent = std::chrono::steady_clock::now();
+  auto reply = callAgent(std::move(message), request.timeout + kExecGrace, options);
+  const auto answered = std::chrono::steady_clock::now();
+  ExecResult result = parseExecReply(reply, request);
+  result.channel_ms = std::chrono::duration<double, std::milli>(answered - sent).count();
+  return result;
 }
 
 std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
-  const auto reply = callAgent({{"op", "write_file"},
-                                {"path", path},
-                                {"data_b64", common::base64Encode(bytes)},
-                                {"mode", mode}},
-                               kFileOpDeadline);
+  AgentChannel::CallOptions options;
+  options.request_data = bytes;  // raw, in a data frame: no base64, no JSON escaping
+  nlohmann::json request = {{"op", "write_file"}, {"path", path}, {"mode", mode}};
+  if (bytes.empty()) request["data_b64"] = "";  // an empty file needs no data frame
+  const auto reply = callAgent(std::move(request), kFileOpDeadline, options);
   return field<std::size_t>(reply, "bytes", bytes.size());
 }
 
 std::string DockerSandbox::readFile(const std::string& path, std::size_t max_bytes) {
-  const auto reply =
-      callAgent({{"op", "read_file"}, {"path", path}, {"max_bytes", max_bytes}}, kFileOpDeadline);
-  auto data = common::base64Decode(field<std::string>(reply, "data_b64", ""));
-  if (!data) throw SandboxError("read_file: the agent sent invalid base64 for " + path);
-  return std::move(*data);
+  AgentChannel::CallOptions options;
+  std::string data;
+  options.reply_data = &data;
+  const auto reply = callAgent(
+      {{"op", "read_file"}, {"path", path}, {"max_bytes", max_bytes}, {"data_frame", true}},
+      kFileOpDeadline, options);
+  if (!field<bool>(reply, "data_frame", false) || data.size() > max_bytes) {
+    throw SandboxError("read_file: the agent's reply for " + path +
+                       " did not carry the file within the limit");
+  }
+  return data;
 }
 
 FileRange DockerSandbox::readFileRange(const std::string& path, std::uint64_t offset,
                                        std::size_t length) {
-  const auto reply =
-      callAgent({{"op", "read_file"}, {"path", path}, {"offset", offset}, {"length", length}},
-                kFileOpDeadline);
-  auto data = common::base64Decode(field<std::string>(reply, "data_b64", ""));
-  if (!data) throw SandboxError("read_file: the agent sent invalid base64 for " + path);
-  if (data->size() > length) data->resize(length);
+  AgentChannel::CallOptions options;
   FileRange range;
-  range.data = std::move(*data);
+  options.reply_data = &range.data;
+  const auto reply = callAgent({{"op", "read_file"},
+                                {"path", path},
+                                {"offset", offset},
+                                {"length", length},
+                                {"data_frame", true}},
+                               kFileOpDeadline, options);
+  if (!field<bool>(reply, "data_frame", false)) {
+    throw SandboxError("read_file: the agent's reply for " + path + " carried no data");
+  }
+  if (range.data.size() > length) range.data.resize(length);
   range.offset = offset;
   range.file_size = field<std::uint64_t>(reply, "file_size", offset + range.data.size());
   return range;

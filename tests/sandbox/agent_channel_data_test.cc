@@ -1,0 +1,139 @@
+// Data frames on the agent channel: a file's bytes travel raw, right after the JSON frame that
+// announces them, in both directions; a peer that breaks that pairing closes the channel.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <future>
+
+#include "common/frame.h"
+#include "sandbox/agent_channel.h"
+
+namespace {
+
+using nlohmann::json;
+using sandbox::AgentChannel;
+using sandbox::ChannelClosedError;
+using sandbox::SocketStream;
+using sandbox::UniqueFd;
+using namespace std::chrono_literals;
+
+// The agent's end of a socketpair, frame by frame, data frames included.
+class FakeAgent {
+ public:
+  explicit FakeAgent(UniqueFd fd) : stream_(std::move(fd)) {}
+
+  frame::Frame nextFrame() {
+    for (;;) {
+      if (auto frame = decoder_.nextFrame()) return std::move(*frame);
+      std::string chunk;
+      if (stream_.read(chunk) == 0) throw std::runtime_error("server closed the stream");
+      decoder_.feed(chunk);
+    }
+  }
+  void send(const json& message) { stream_.write(frame::encode(message.dump())); }
+  void sendData(const std::string& bytes) {
+    stream_.write(frame::encodeHeader(bytes.size(), frame::FrameKind::kData) + bytes);
+  }
+
+ private:
+  SocketStream stream_;
+  frame::Decoder decoder_;
+};
+
+struct Pair {
+  std::shared_ptr<AgentChannel> channel;
+  std::unique_ptr<FakeAgent> agent;
+};
+
+Pair makePair() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    throw std::runtime_error("socketpair");
+  return {AgentChannel::start(std::make_unique<SocketStream>(UniqueFd(fds[0]), 2s), "test"),
+          std::make_unique<FakeAgent>(UniqueFd(fds[1]))};
+}
+
+std::string binaryBytes(std::size_t size) {
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * 131) % 256);
+  return bytes;
+}
+
+TEST(AgentChannelData, ARequestsDataFrameFollowsItRaw) {
+  Pair pair = makePair();
+  const std::string content = binaryBytes(3 * 1024 * 1024);  // bigger than one socket buffer
+  auto reply = std::async(std::launch::async, [&] {
+    AgentChannel::CallOptions options;
+    options.request_data = content;
+    return pair.channel->call({{"op", "write_file"}, {"path", "f"}}, 5s, options);
+  });
+  const frame::Frame request = pair.agent->nextFrame();
+  ASSERT_EQ(request.kind, frame::FrameKind::kJson);
+  const json message = json::parse(request.payload);
+  EXPECT_EQ(message["data_frame"], true);
+  EXPECT_FALSE(message.contains("data_b64"));
+  const frame::Frame data = pair.agent->nextFrame();
+  ASSERT_EQ(data.kind, frame::FrameKind::kData);
+  EXPECT_EQ(data.payload, content) << "the bytes arrive as they are: no base64, no escaping";
+  pair.agent->send({{"id", message["id"]}, {"ok", true}, {"bytes", content.size()}});
+  EXPECT_EQ(reply.get()["bytes"], content.size());
+}
+
+TEST(AgentChannelData, AReplysDataFrameReachesItsCaller) {
+  Pair pair = makePair();
+  const std::string content = binaryBytes(2 * 1024 * 1024);
+  std::string received;
+  auto reply = std::async(std::launch::async, [&] {
+    AgentChannel::CallOptions options;
+    options.reply_data = &received;
+    return pair.channel->call({{"op", "read_file"}}, 5s, options);
+  });
+  const json request = json::parse(pair.agent->nextFrame().payload);
+  pair.agent->send({{"id", request["id"]}, {"ok", true}, {"data_frame", true}});
+  pair.agent->sendData(content);
+  EXPECT_EQ(reply.get()["data_frame"], true);
+  EXPECT_EQ(received, content);
+  EXPECT_TRUE(pair.channel->alive());
+}
+
+TEST(AgentChannelData, AnUnannouncedDataFrameClosesTheChannel) {
+  Pair pair = makePair();
+  auto reply = std::async(std::launch::async, [&] {
+    return pair.channel->call({{"op", "hello"}}, 5s);
+  });
+  (void)pair.agent->nextFrame();
+  pair.agent->sendData("surprise");
+  EXPECT_THROW(reply.get(), ChannelClosedError);
+  EXPECT_NE(pair.channel->closeReason().find("no reply announced"), std::string::npos)
+      << pair.channel->closeReason();
+}
+
+TEST(AgentChannelData, AnAnnouncedDataFrameThatNeverComesClosesTheChannel) {
+  Pair pair = makePair();
+  std::string received;
+  auto reply = std::async(std::launch::async, [&] {
+    AgentChannel::CallOptions options;
+    options.reply_data = &received;
+    return pair.channel->call({{"op", "read_file"}}, 5s, options);
+  });
+  const json request = json::parse(pair.agent->nextFrame().payload);
+  pair.agent->send({{"id", request["id"]}, {"ok", true}, {"data_frame", true}});
+  pair.agent->send({{"id", request["id"]}, {"ok", true}});  // JSON where the data should be
+  EXPECT_THROW(reply.get(), ChannelClosedError);
+  EXPECT_TRUE(received.empty());
+}
+
+TEST(AgentChannelData, DataForACallerThatDidNotAskIsDropped) {
+  Pair pair = makePair();
+  auto reply = std::async(std::launch::async, [&] {
+    return pair.channel->call({{"op", "hello"}}, 5s);
+  });
+  const json request = json::parse(pair.agent->nextFrame().payload);
+  pair.agent->send({{"id", request["id"]}, {"ok", true}, {"data_frame", true}});
+  pair.agent->sendData("unasked");
+  EXPECT_EQ(reply.get()["ok"], true);
+  EXPECT_TRUE(pair.channel->alive()) << "the pairing was kept; only the bytes had no taker";
+}
+
+}  // namespace
