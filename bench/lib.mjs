@@ -47,12 +47,15 @@ export async function callOk(client, name, args) {
   return result.structuredContent;
 }
 
+// The result's _meta timing breakdown (server_ms, channel_ms, agent_ms, exec_ms) is attached to
+// the structured content returned, as `timing`, when the server sent one.
 export async function runCodeOk(client, args) {
-  const out = await callOk(client, 'run_code', args);
-  if (out.status !== 'success' || out.result !== '2') {
-    throw new Error(`run_code("1+1") did not return 2: ${JSON.stringify(out).slice(0, 500)}`);
+  const result = await client.callTool({ name: 'run_code', arguments: args });
+  const out = result.structuredContent;
+  if (result.isError || out.status !== 'success' || out.result !== '2') {
+    throw new Error(`run_code("1+1") did not return 2: ${JSON.stringify(result).slice(0, 500)}`);
   }
-  return out;
+  return { ...out, timing: result._meta?.['sandbox-mcp/timing'] };
 }
 
 // The docker CLI; resolves to its stdout (a Buffer), rejects on a non-zero exit.

@@ -26,6 +26,24 @@ test('seed flow: state, shared files, upload, stats, cleanup', async () => {
   await seedFlow(conn.client);
 });
 
+test('results carry a timing breakdown whose parts nest', async () => {
+  const first = await conn.client.callTool({ name: 'run_code', arguments: { code: '1+1' } });
+  const session_id = first.structuredContent.session_id;
+  for (let i = 0; i < 3; i++) {
+    const started = process.hrtime.bigint();
+    const result = await conn.client.callTool({ name: 'run_code', arguments: { code: 'sum(range(10**5))', session_id } });
+    const clientMs = Number(process.hrtime.bigint() - started) / 1e6;
+    const t = result._meta?.['sandbox-mcp/timing'];
+    assert.ok(t, `no _meta timing in ${JSON.stringify(result).slice(0, 300)}`);
+    // Each interval lies inside the next: the code, the agent, the channel, the server, the client.
+    assert.ok(t.exec_ms > 0 && t.exec_ms <= t.agent_ms, JSON.stringify(t));
+    assert.ok(t.agent_ms <= t.channel_ms && t.channel_ms <= t.server_ms, JSON.stringify(t));
+    assert.ok(t.server_ms <= clientMs, `${JSON.stringify(t)} vs ${clientMs} ms on the client`);
+  }
+  const listed = await conn.client.callTool({ name: 'list_sessions', arguments: {} });
+  assert.ok(listed._meta['sandbox-mcp/timing'].server_ms >= 0, 'every tool call reports server_ms');
+});
+
 test('bad input gets clear errors and the server keeps serving', async () => {
   await badInputFlow(conn.client);
 });
