@@ -50,13 +50,6 @@ HeaderList filter(const HeaderList& headers, const std::vector<std::string_view>
 
 }  // namespace
 
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool isHopByHopHeader(std::string_view name) noexcept {
   static constexpr std::array<std::string_view, 6> kNames = {
       "Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade"};

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
+
 namespace sidecar {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
@@ -22,7 +24,7 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // too when `rechunked` (the sidecar re-frames the body with chunked encoding).
 [[nodiscard]] HeaderList filterResponseHeaders(const HeaderList& headers, bool rechunked);
 
-[[nodiscard]] bool iequals(std::string_view a, std::string_view b) noexcept;
+using common::iequals;
 
 // The value of the first field called `name`, or empty.
 [[nodiscard]] std::string findHeader(const HeaderList& headers, std::string_view name);

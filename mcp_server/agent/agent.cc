@@ -12,8 +12,8 @@
 #include "agent/exec_request.h"
 #include "agent/file_ops.h"
 #include "agent/file_requests.h"
-#include "agent/frame_io.h"
 #include "agent/request_error.h"
+#include "common/fd_io.h"
 #include "common/json_codec.h"
 
 #ifndef SANDBOX_AGENT_VERSION
@@ -191,20 +191,22 @@ void Agent::send(const nlohmann::json& message, const std::string* data) {
   std::string bytes;
   std::string data_header;
   try {
-    bytes = frame::encode(dumpJson(message));
+    bytes = frame::encode(common::dumpJson(message));
     if (data != nullptr) data_header = frame::encodeHeader(data->size(), frame::FrameKind::kData);
   } catch (const frame::FrameError& e) {
     const auto id = message.find("id");
     if (id == message.end()) return;
-    bytes = frame::encode(dumpJson({{"id", *id},
-                                    {"ok", false},
-                                    {"error", std::string("the reply was too large to send (") +
-                                                  e.what() + "); ask for less output"}}));
+    bytes =
+        frame::encode(common::dumpJson({{"id", *id},
+                                        {"ok", false},
+                                        {"error", std::string("the reply was too large to send (") +
+                                                      e.what() + "); ask for less output"}}));
   }
   if (data_header.empty()) data = nullptr;  // the reply became an error: no data follows
   // The data frame is written as it is, not copied behind its header.
-  if (!writeAll(kOutputFd, bytes) ||
-      (data != nullptr && (!writeAll(kOutputFd, data_header) || !writeAll(kOutputFd, *data)))) {
+  if (!common::writeAll(kOutputFd, bytes) ||
+      (data != nullptr &&
+       (!common::writeAll(kOutputFd, data_header) || !common::writeAll(kOutputFd, *data)))) {
     shutdown(0, std::string("writing stdout failed (") + std::strerror(errno) +
                     "); the server went away, stopping");
   }

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "jsonrpc/errors.h"
+
 namespace jsonrpc {
 
 using json = nlohmann::json;
@@ -59,7 +61,7 @@ class EndpointFactory {
 [[nodiscard]] inline json parseErrorResponse(const std::string& detail) {
   return json{{"jsonrpc", "2.0"},
               {"id", nullptr},
-              {"error", {{"code", -32700}, {"message", "Parse error: " + detail}}}};
+              {"error", {{"code", kParseError}, {"message", "Parse error: " + detail}}}};
 }
 
 }  // namespace jsonrpc

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
+#include "common/random_id.h"
 #include "common/unique_fd.h"
 #include "sandbox/backend.h"
 #include "sandbox/log.h"
@@ -24,14 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kOwnerFile = "owner.json";
-
-std::string randomHex(std::size_t digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device device;
-  std::string out;
-  for (std::size_t i = 0; i < digits; ++i) out.push_back(kHex[device() % 16]);
-  return out;
-}
 
 void makeDirectory(const std::string& path, fs::perms mode) {
   std::error_code ec;
@@ -146,7 +138,7 @@ RuntimeDir::~RuntimeDir() {
 }
 
 std::unique_ptr<ScopedDirectory> RuntimeDir::createSessionDir(const std::string& owner) {
-  const std::string path = path_ + "/s-" + randomHex(12);
+  const std::string path = path_ + "/s-" + common::randomHex(6);
   makeDirectory(path + "/sock", fs::perms::owner_all);
   auto directory = std::make_unique<ScopedDirectory>(path);
   const auto ids = parseOwner(owner);

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "common/json_codec.h"
+#include "common/text.h"
 #include "transport/message_util.h"
 #include "transport/sse_writer.h"
 #include "transport/transport_log.h"
@@ -40,12 +41,7 @@ constexpr std::size_t kIdleReadBytes = 4096;
 constexpr std::string_view kContinueLine = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr std::string_view kSessionHeader = "Mcp-Session-Id";
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using common::iequals;
 
 bool isInitialize(const json& message) {
   return isRequest(message) && message["method"] == "initialize";

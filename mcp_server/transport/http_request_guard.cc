@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string_view>
 
+#include "common/text.h"
 #include "transport/bearer_auth.h"
 #include "transport/origin_check.h"
 
@@ -13,12 +14,7 @@ namespace {
 
 constexpr int kServerError = -32000;
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
+using common::iequals;
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);

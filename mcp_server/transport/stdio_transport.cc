@@ -11,6 +11,7 @@
 #include <system_error>
 #include <utility>
 
+#include "common/fd_io.h"
 #include "common/json_codec.h"
 #include "transport/line_splitter.h"
 #include "transport/message_util.h"
@@ -22,23 +23,7 @@ namespace {
 constexpr int kInvalidRequest = -32600;
 constexpr std::size_t kReadChunkBytes = std::size_t{64} * 1024;
 
-// Writes all of `data`, retrying short writes and EINTR. Returns false on any other error.
-bool writeAll(int fd, std::string_view data) noexcept {
-  while (!data.empty()) {
-    const ssize_t written = ::write(fd, data.data(), data.size());
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        pollfd pfd{fd, POLLOUT, 0};
-        ::poll(&pfd, 1, -1);
-        continue;
-      }
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(written));
-  }
-  return true;
-}
+using common::writeAll;
 
 }  // namespace
 

@@ -8,9 +8,9 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <sstream>
 
+#include "common/random_id.h"
 #include "sandbox/agent_channel.h"
 #include "sandbox/docker/attach_stream.h"
 #include "sandbox/docker/container_config.h"
@@ -24,14 +24,6 @@ namespace {
 
 // A write to the agent that cannot finish this long means it stopped reading its stdin.
 constexpr std::chrono::milliseconds kAgentSendTimeout{30000};
-
-std::string randomHex(std::size_t digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device device;
-  std::string out;
-  for (std::size_t i = 0; i < digits; ++i) out.push_back(kHex[device() % 16]);
-  return out;
-}
 
 std::int64_t nowUnix() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -88,7 +80,7 @@ std::string shortContentHash(std::string_view text) {
 
 DockerBackend::DockerBackend(DockerBackendOptions options)
     : options_(std::move(options)), self_(ProcessIdentity::current()) {
-  if (options_.instance_id.empty()) options_.instance_id = randomHex(16);
+  if (options_.instance_id.empty()) options_.instance_id = common::randomHex(8);
   EngineClientOptions engine_options;
   engine_options.socket_path = options_.socket_path;
   engine_options.api_version = options_.api_version;
@@ -109,7 +101,7 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   }
   const auto body = containerCreateBody(spec, options_.agent_path, ownership_labels_);
   ContainerRecord record;
-  record.name = "sandbox-mcp-" + randomHex(12);
+  record.name = "sandbox-mcp-" + common::randomHex(6);
   record.image = spec.image;
   record.runtime = spec.runtime;
   record.memory_mib = spec.limits.memory_mib;

@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <random>
 #include <thread>
 
+#include "common/random_id.h"
 #include "sandbox/backend.h"
 #include "sandbox/docker/attach_stream.h"
 #include "sandbox/docker/docker_sandbox.h"
@@ -17,14 +17,6 @@ namespace {
 
 constexpr std::int64_t kMiB = std::int64_t{1024} * 1024;
 constexpr std::chrono::milliseconds kSendTimeout{5000};
-
-std::string randomHex(std::size_t digits) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::random_device device;
-  std::string out;
-  for (std::size_t i = 0; i < digits; ++i) out.push_back(kHex[device() % 16]);
-  return out;
-}
 
 class DockerSidecar final : public Sidecar {
  public:
@@ -118,13 +110,13 @@ std::unique_ptr<Sidecar> DockerSidecarLauncher::launch(const SidecarSpec& spec) 
   }
   std::string id;
   try {
-    id =
-        engine_
-            ->request(Method::kPost, "/containers/create?name=sandbox-mcp-sidecar-" + randomHex(12),
-                      sidecarContainerBody(spec, options_))
-            .json()
-            .at("Id")
-            .get<std::string>();
+    id = engine_
+             ->request(Method::kPost,
+                       "/containers/create?name=sandbox-mcp-sidecar-" + common::randomHex(6),
+                       sidecarContainerBody(spec, options_))
+             .json()
+             .at("Id")
+             .get<std::string>();
   } catch (const EngineError& e) {
     if (e.isNotFound()) {
       throw SandboxError("the MCP sidecar image " + options_.image +

@@ -1,17 +1,17 @@
-#include "agent/frame_io.h"
+// Writing whole buffers to file descriptors. Header-only; shared by the server and the agent.
+#pragma once
 
 #include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
 
-#include "common/json_codec.h"
+namespace common {
 
-namespace agent {
-
-std::string dumpJson(const nlohmann::json& message) { return common::dumpJson(message); }
-
-bool writeAll(int fd, std::string_view bytes) noexcept {
+// Writes all of `bytes`, retrying short writes and EINTR, and waiting for a non-blocking fd to
+// take more. Returns false (errno set) on any other error.
+[[nodiscard]] inline bool writeAll(int fd, std::string_view bytes) noexcept {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n >= 0) {
@@ -29,4 +29,4 @@ bool writeAll(int fd, std::string_view bytes) noexcept {
   return true;
 }
 
-}  // namespace agent
+}  // namespace common
