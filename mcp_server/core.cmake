@@ -3,6 +3,7 @@ add_library(mcp_core STATIC
   config/config.cc
   config/weakenings.cc
   server/audit_tally.cc
+  server/cancellable_requests.cc
   server/mcp_gateway.cc
   server/mcp_server.cc
   server/sandbox_uri.cc

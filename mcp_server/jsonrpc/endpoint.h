@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "common/cancel_token.h"
 #include "jsonrpc/errors.h"
 
 namespace jsonrpc {
@@ -27,6 +28,8 @@ struct RequestContext {
   bool notify_outlives_request = false;
   // Identifies the authenticated principal/connection; used for logging only.
   std::string peer;
+  // The token Endpoint::admit() returned for this message, if any: the request's cancellation.
+  std::shared_ptr<CancelToken> cancel;
 };
 
 class Endpoint {
@@ -42,8 +45,19 @@ class Endpoint {
   virtual void close() = 0;
 
   // Requests with the same non-empty key are handled one at a time, in the order they arrived
-  // (MCP: tool calls naming the same sandbox session). Empty: no ordering.
+  // (MCP: tool calls naming the same sandbox session); one whose admit() token is cancelled while
+  // it waits is handled at once, out of turn. Empty: no ordering.
   [[nodiscard]] virtual std::string orderingKey(const json& /*message*/) const { return {}; }
+
+  // Called by the transport on its I/O thread as each request arrives (must not block), before it
+  // waits for a worker or behind an earlier request with the same orderingKey, so that
+  // notifications/cancelled reaches it while it waits. Returns the request's cancel token, or
+  // nullptr when it cannot be cancelled. The request stays cancellable while any copy of the token
+  // lives: the transport keeps one until the request is answered or dropped, and passes it in
+  // RequestContext::cancel.
+  [[nodiscard]] virtual std::shared_ptr<CancelToken> admit(const json& /*message*/) {
+    return nullptr;
+  }
 
   // Negotiated protocol version once initialize succeeded, else empty.
   [[nodiscard]] virtual std::string protocolVersion() const = 0;

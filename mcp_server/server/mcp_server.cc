@@ -46,6 +46,14 @@ std::string sessionKey(const json& params) {
   return "session\n" + session->get<std::string>();
 }
 
+// The answer to a tools/call cancelled before its turn came: it ran nothing.
+json cancelledBeforeItRan(const std::string& lane_key) {
+  return tools::toCallResult(tools::ToolResult::failure(
+      lane_key.empty()
+          ? "The call was cancelled before it started."
+          : "The call was cancelled while it waited for an earlier call to the same session."));
+}
+
 }  // namespace
 
 bool isSupportedProtocolVersion(const std::string& version) {
@@ -109,6 +117,15 @@ std::string McpEndpoint::orderingKey(const json& message) const {
   return sessionKey(*params);
 }
 
+std::shared_ptr<CancelToken> McpEndpoint::admit(const json& message) {
+  if (!message.is_object()) return nullptr;  // a batch: callTool registers its elements
+  const auto id = message.find("id");
+  const auto method = message.find("method");
+  if (id == message.end() || method == message.end()) return nullptr;
+  if (*method != "tools/call" && *method != "tasks/result") return nullptr;
+  return requests_.admit(*id);
+}
+
 std::string McpEndpoint::protocolVersion() const {
   std::lock_guard lock(mutex_);
   return protocol_version_;
@@ -164,19 +181,22 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (!arguments.is_object()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call params.arguments must be an object");
   }
+  std::string lane_key = sessionKey(params);
+  // Cancelled while it waited in the transport, which then let it past the calls before it: it
+  // must not start a task or take a place in the session's line.
+  if (call.transport.cancel && call.transport.cancel->cancelled()) {
+    return cancelledBeforeItRan(lane_key);
+  }
   const auto task = params.find("task");
   if (task != params.end()) {
     const tools::Tool* tool = tools_.find(name->get<std::string>());
-    if (tool != nullptr) return startTask(*tool, params, arguments, sessionKey(params), call);
+    if (tool != nullptr) return startTask(*tool, params, arguments, std::move(lane_key), call);
   }  // an unknown tool gets the usual error below
-  const auto in_flight = track(call.id);
-  CancelToken& cancel = *in_flight.token;
+  const auto token = cancelTokenFor(call);
+  CancelToken& cancel = *token;
   // Wait for earlier calls and tasks naming the same session (the transport keeps arrival order).
-  auto place = lanes_.enqueue(sessionKey(params));
-  if (!place.waitTurn(cancel)) {
-    return tools::toCallResult(tools::ToolResult::failure(
-        "The call was cancelled while it waited for an earlier call to the same session."));
-  }
+  auto place = lanes_.enqueue(lane_key);
+  if (!place.waitTurn(cancel)) return cancelledBeforeItRan(lane_key);
 
   json progress_token = nullptr;
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
@@ -199,20 +219,11 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   return result;
 }
 
-McpEndpoint::InFlight McpEndpoint::track(const json& id) {
-  auto token = std::make_shared<CancelToken>();
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
-    in_flight_[id.dump()] = token;
-  }
-  return InFlight{*this, id.dump(), std::move(token)};
-}
-
-McpEndpoint::InFlight::~InFlight() {
-  std::lock_guard lock(endpoint.mutex_);
-  const auto it = endpoint.in_flight_.find(key);
-  if (it != endpoint.in_flight_.end() && it->second == token) endpoint.in_flight_.erase(it);
+std::shared_ptr<CancelToken> McpEndpoint::cancelTokenFor(jsonrpc::CallContext& call) {
+  if (call.transport.cancel) return call.transport.cancel;
+  auto token = requests_.admit(call.id);
+  if (!token) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+  return token;
 }
 
 bool McpEndpoint::clientLogsOutput() const {
@@ -248,28 +259,20 @@ void McpEndpoint::clientLog(jsonrpc::RequestContext& ctx, const std::string& lev
 void McpEndpoint::cancelled(const json& params) {
   const auto id = params.find("requestId");
   if (id == params.end()) return;
-  std::shared_ptr<CancelToken> token;
-  {
-    std::lock_guard lock(mutex_);
-    const auto it = in_flight_.find(id->dump());
-    if (it == in_flight_.end()) return;  // finished already, or never existed: nothing to do
-    token = it->second;
-  }
+  // False when it finished already, or never existed: nothing to do.
+  if (!requests_.cancel(*id)) return;
   spdlog::info("request {} cancelled by the client ({})", id->dump(),
                params.value("reason", "no reason given"));
-  token->cancel();
 }
 
 void McpEndpoint::close() {
-  std::unordered_map<std::string, std::shared_ptr<CancelToken>> running;
   {
     std::lock_guard lock(mutex_);
     if (closed_) return;
     closed_ = true;
-    running = in_flight_;
   }
-  for (auto& [key, token] : running) token->cancel();
-  tasks_.shutdown();  // cancels and joins the connection's tasks before their sessions go
+  requests_.closeAll();  // running requests, and admitted ones still waiting for their turn
+  tasks_.shutdown();     // cancels and joins the connection's tasks before their sessions go
   sessions_.closeOwner(owner_);
 }
 

@@ -7,12 +7,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 
 #include "common/cancel_token.h"
 #include "config/config.h"
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
+#include "server/cancellable_requests.h"
 #include "server/execution_slots.h"
 #include "server/session_lanes.h"
 #include "server/session_manager.h"
@@ -55,6 +55,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
   [[nodiscard]] std::string protocolVersion() const override;
   // tools/call naming a session_id: calls to one session run in arrival order.
   [[nodiscard]] std::string orderingKey(const jsonrpc::json& message) const override;
+  // tools/call and tasks/result: cancellable from arrival, also while they wait their turn.
+  [[nodiscard]] std::shared_ptr<CancelToken> admit(const jsonrpc::json& message) override;
 
  private:
   jsonrpc::json initialize(const jsonrpc::json& params);
@@ -64,14 +66,9 @@ class McpEndpoint : public jsonrpc::Endpoint {
                           const jsonrpc::json& arguments, std::string lane_key,
                           jsonrpc::CallContext& call);
   void registerTaskMethods();  // tasks/get, tasks/result, tasks/list, tasks/cancel
-  // Registers the request as cancellable by notifications/cancelled until the guard goes.
-  struct InFlight {
-    McpEndpoint& endpoint;
-    std::string key;
-    std::shared_ptr<CancelToken> token;
-    ~InFlight();
-  };
-  [[nodiscard]] InFlight track(const jsonrpc::json& id);
+  // The request's cancel token: the one the transport admitted, else one registered now (a batch
+  // element, a direct handle() call) for as long as the caller keeps it.
+  [[nodiscard]] std::shared_ptr<CancelToken> cancelTokenFor(jsonrpc::CallContext& call);
   [[nodiscard]] bool clientLogsOutput() const;
   jsonrpc::json setLogLevel(const jsonrpc::json& params);
   void cancelled(const jsonrpc::json& params);
@@ -90,7 +87,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
   std::string protocol_version_;
   int client_log_level_ = -1;  // index into the MCP levels; -1 until logging/setLevel
   bool closed_ = false;
-  std::unordered_map<std::string, std::shared_ptr<CancelToken>> in_flight_;
+  CancellableRequests requests_;  // what notifications/cancelled and close() can reach
 
   SessionLanes lanes_;  // executions naming one session run one at a time, tasks included
   // Last: destroyed first, so no task thread outlives the members it uses.

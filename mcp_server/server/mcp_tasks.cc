@@ -46,8 +46,8 @@ void McpEndpoint::registerTaskMethods() {
   });
   dispatcher_.onRequest("tasks/result", [this](const json& params, jsonrpc::CallContext& call) {
     requireInitialized();
-    const auto in_flight = track(call.id);  // notifications/cancelled ends the wait
-    return tasks_.result(params, call.transport.notify, *in_flight.token);
+    const auto cancel = cancelTokenFor(call);  // notifications/cancelled ends the wait
+    return tasks_.result(params, call.transport.notify, *cancel);
   });
   dispatcher_.onRequest("tasks/list", [this](const json& params, auto&) {
     requireInitialized();

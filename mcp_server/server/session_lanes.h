@@ -1,7 +1,8 @@
 // One line per sandbox session of a connection: executions naming the same session run one at a
 // time, in the order they took their place. The transports already hand tools/call requests of one
-// session to the endpoint in arrival order; a task keeps its place after its request was answered,
-// so later calls (tasks or not) still wait for it. Thread-safe.
+// session to the endpoint in arrival order (one cancelled while it waits there comes early and
+// takes no place); a task keeps its place after its request was answered, so later calls (tasks or
+// not) still wait for it. Thread-safe.
 #pragma once
 
 #include <condition_variable>

@@ -361,20 +361,23 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
   auto shared_lease = std::make_shared<std::optional<SessionRegistry::Lease>>(std::move(lease));
   // The pool is shared by every MCP session: the key names this one too.
   std::string key;
+  std::shared_ptr<CancelToken> cancel;  // cancellable from now on, even while it waits behind key
   if (!lightweight && endpoint) {
     if (auto own = endpoint->orderingKey(message); !own.empty()) key = session_id + '\n' + own;
+    cancel = endpoint->admit(message);
   }
   auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
-              endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session] {
+              endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session,
+              cancel] {
     if (opens_session) {
       self->runInitialize(serial, message);
     } else {
-      self->runRequest(serial, message, *endpoint, sid);
+      self->runRequest(serial, message, *endpoint, sid, cancel);
     }
   };
   // A cancellation must reach the endpoint even while every request worker is busy.
   WorkerPool& pool = lightweight ? context_->control_pool : context_->pool;
-  if (!pool.submit(std::move(job), key)) {
+  if (!pool.submit(std::move(job), key, std::move(cancel))) {
     awaiting_handler_ = false;
     respondError(http::status::service_unavailable, kServerError,
                  "Service Unavailable: the server is shutting down", {}, true);
@@ -383,9 +386,11 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
 
 // Worker thread: touches only thread-safe state (context_, the executor, const members).
 void HttpConnection::runRequest(std::uint64_t serial, const json& message,
-                                jsonrpc::Endpoint& endpoint, const std::string& session_id) {
+                                jsonrpc::Endpoint& endpoint, const std::string& session_id,
+                                std::shared_ptr<CancelToken> cancel) {
   auto self = shared_from_this();
   jsonrpc::RequestContext ctx;
+  ctx.cancel = std::move(cancel);
   ctx.peer = peerLabel(session_id);
   ctx.notify = [self, serial](const json& notification) {
     net::post(self->stream_.get_executor(),

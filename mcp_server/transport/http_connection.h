@@ -117,7 +117,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
                 std::optional<SessionRegistry::Lease> lease, const std::string& session_id,
                 bool opens_session);
   void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
-                  const std::string& session_id);
+                  const std::string& session_id, std::shared_ptr<CancelToken> cancel);
   void runInitialize(std::uint64_t serial, const json& message);
   [[nodiscard]] std::optional<json> handleSafely(jsonrpc::Endpoint& endpoint, const json& message,
                                                  jsonrpc::RequestContext& ctx) const;

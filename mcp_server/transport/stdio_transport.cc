@@ -120,9 +120,11 @@ void StdioTransport::dispatchMessage(json message) {
     ++in_flight_;
   }
   const std::string key = endpoint_->orderingKey(message);  // before the message moves
-  auto job = [this, message = std::move(message)] {
+  // Cancellable from now on, in arrival order, even while it waits behind `key`.
+  std::shared_ptr<CancelToken> cancel = endpoint_->admit(message);
+  auto job = [this, message = std::move(message), cancel] {
     try {
-      handleNow(message);
+      handleNow(message, cancel);
     } catch (const std::exception& e) {  // Endpoint::handle must not throw; stay alive if it does
       log().error("stdio transport: endpoint threw: {}", e.what());
     }
@@ -130,14 +132,15 @@ void StdioTransport::dispatchMessage(json message) {
     --in_flight_;
     in_flight_done_.notify_all();
   };
-  if (!pool_.submit(std::move(job), key)) {
+  if (!pool_.submit(std::move(job), key, std::move(cancel))) {
     std::lock_guard lock(in_flight_mutex_);
     --in_flight_;
   }
 }
 
-void StdioTransport::handleNow(const json& message) {
+void StdioTransport::handleNow(const json& message, std::shared_ptr<CancelToken> cancel) {
   jsonrpc::RequestContext ctx;
+  ctx.cancel = std::move(cancel);
   ctx.peer = "stdio";
   ctx.notify = [this](const json& notification) { writeMessage(notification); };
   ctx.notify_outlives_request = true;  // the endpoint is closed before this transport goes

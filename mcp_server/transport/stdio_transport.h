@@ -48,7 +48,7 @@ class StdioTransport {
  private:
   void dispatchLine(std::string_view line);
   void dispatchMessage(jsonrpc::json message);
-  void handleNow(const jsonrpc::json& message);
+  void handleNow(const jsonrpc::json& message, std::shared_ptr<CancelToken> cancel = nullptr);
   void writeMessage(const jsonrpc::json& message) noexcept;
   void writeOversizeError() noexcept;
   void waitForInFlight();

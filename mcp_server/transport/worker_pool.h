@@ -5,15 +5,20 @@
 // Thread-safe: submit() and shutdown() may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "common/cancel_token.h"
 
 namespace transport {
 
@@ -27,14 +32,17 @@ class WorkerPool {
   // A fixed size pool.
   explicit WorkerPool(std::size_t threads, std::string name = "workers")
       : WorkerPool(threads, threads, std::move(name)) {}
-  ~WorkerPool();  // shutdown()
+  ~WorkerPool();  // shutdown(); cancel tokens may outlive the pool
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // Queues a job. Jobs with the same non-empty `key` run one at a time, in submission order (the
-  // next waits without holding a thread). Returns false (and drops the job) once shutdown() has
-  // begun. A job that throws is logged and swallowed; the worker keeps running.
-  [[nodiscard]] bool submit(Job job, const std::string& key = {});
+  // next waits without holding a thread). When `cancel` fires while the job waits behind its key,
+  // the job leaves the line and runs at once, out of order: it is expected to see the token and
+  // return quickly. The rest of the line keeps its order. Returns false (and drops the job) once
+  // shutdown() has begun. A job that throws is logged and swallowed; the worker keeps running.
+  [[nodiscard]] bool submit(Job job, const std::string& key = {},
+                            std::shared_ptr<CancelToken> cancel = nullptr);
 
   // Stops accepting jobs, runs the ones already queued, and joins the workers. Idempotent.
   // Must not be called from a worker thread.
@@ -45,9 +53,21 @@ class WorkerPool {
  private:
   struct Entry {
     Job job;
-    std::string key;
+    std::string key;  // empty: finishing the job lets no other one go
+    std::shared_ptr<CancelToken> cancel;
+    std::uint64_t number = 0;        // names the job to its cancel callback; 0 without one
+    std::uint64_t subscription = 0;  // on `cancel`, dropped when the job starts
+  };
+  // Cancel callbacks reach the pool through this, so that one running on another thread just as
+  // the pool is destroyed finds nothing instead of a dangling pointer.
+  struct CancelRelay {
+    std::mutex mutex;
+    WorkerPool* pool = nullptr;
   };
   void workerLoop() noexcept;
+  void subscribeToCancel(Entry& entry);
+  void enqueue(Entry entry);  // mutex_ held
+  void runCancelledNow(const std::string& key, std::uint64_t number);
   void startWorkerIfNeeded();  // mutex_ held
 
   std::string name_;
@@ -57,9 +77,11 @@ class WorkerPool {
   std::condition_variable wake_;
   std::deque<Entry> queue_;
   // Keys with a job queued or running, and the jobs waiting behind it.
-  std::unordered_map<std::string, std::deque<Job>> keyed_;
+  std::unordered_map<std::string, std::deque<Entry>> keyed_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  std::atomic<std::uint64_t> next_number_{1};
+  std::shared_ptr<CancelRelay> relay_;
 };
 
 }  // namespace transport

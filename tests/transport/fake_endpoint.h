@@ -2,8 +2,10 @@
 // Thread-safe like the real thing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,7 +41,9 @@ class Gate {
 
 // Methods: initialize (params.fail -> error), ping, echo (result = params), slow (waits for the
 // gate, result {"released": bool}), notify (sends notifications/progress, then waits for the gate
-// when params.wait is true). Notifications are recorded; notifications/cancelled opens the gate.
+// when params.wait is true), queued (result {"cancelled": bool}: whether its admitted token was
+// cancelled when it ran). Requests with params.lane run in arrival order per lane. Notifications
+// are recorded; notifications/cancelled cancels an admitted request, or else opens the gate.
 class FakeEndpoint : public jsonrpc::Endpoint {
  public:
   std::optional<json> handle(const json& message, jsonrpc::RequestContext& ctx) override {
@@ -65,7 +69,21 @@ class FakeEndpoint : public jsonrpc::Endpoint {
 
   [[nodiscard]] std::string protocolVersion() const override { return "2025-11-25"; }
 
+  [[nodiscard]] std::string orderingKey(const json& message) const override {
+    const json params = message.is_object() ? message.value("params", json()) : json();
+    return params.is_object() ? params.value("lane", "") : "";
+  }
+
+  std::shared_ptr<CancelToken> admit(const json& message) override {
+    if (!message.is_object() || message.value("method", "") != "queued") return nullptr;
+    auto token = std::make_shared<CancelToken>();
+    std::lock_guard lock(mutex_);
+    admitted_[message.at("id").dump()] = token;
+    return token;
+  }
+
   Gate gate;
+  std::atomic<int> slow_started{0};
 
   bool waitClosed(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
@@ -84,6 +102,10 @@ class FakeEndpoint : public jsonrpc::Endpoint {
     std::lock_guard lock(mutex_);
     return last_peer_;
   }
+  std::size_t admittedCount() {
+    std::lock_guard lock(mutex_);
+    return admitted_.size();
+  }
 
  private:
   std::optional<json> handleOne(const json& message, jsonrpc::RequestContext& ctx) {
@@ -94,7 +116,7 @@ class FakeEndpoint : public jsonrpc::Endpoint {
     }
     if (!message.contains("id")) {
       record("notification:" + method);
-      if (method == "notifications/cancelled") gate.open();
+      if (method == "notifications/cancelled" && !cancelAdmitted(message)) gate.open();
       return std::nullopt;
     }
     const json id = message["id"];
@@ -108,7 +130,10 @@ class FakeEndpoint : public jsonrpc::Endpoint {
     } else if (method == "echo") {
       result = params;
     } else if (method == "slow") {
+      ++slow_started;
       result = {{"released", gate.waitOpen(5s)}};
+    } else if (method == "queued") {
+      result = {{"cancelled", ctx.cancel != nullptr && ctx.cancel->cancelled()}};
     } else if (method == "notify") {
       ctx.notify({{"jsonrpc", "2.0"},
                   {"method", "notifications/progress"},
@@ -126,6 +151,19 @@ class FakeEndpoint : public jsonrpc::Endpoint {
     return json{{"jsonrpc", "2.0"}, {"id", id}, {"error", {{"code", code}, {"message", text}}}};
   }
 
+  bool cancelAdmitted(const json& notification) {
+    const json params = notification.value("params", json::object());
+    std::shared_ptr<CancelToken> token;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = admitted_.find(params.value("requestId", json()).dump());
+      if (it == admitted_.end()) return false;
+      token = it->second;
+    }
+    token->cancel();
+    return true;
+  }
+
   void record(std::string event) {
     std::lock_guard lock(mutex_);
     events_.push_back(std::move(event));
@@ -136,6 +174,7 @@ class FakeEndpoint : public jsonrpc::Endpoint {
   int close_count_ = 0;
   std::vector<std::string> events_;
   std::string last_peer_;
+  std::map<std::string, std::shared_ptr<CancelToken>> admitted_;  // by id, kept for the test
 };
 
 class FakeFactory : public jsonrpc::EndpointFactory {
