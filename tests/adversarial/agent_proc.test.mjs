@@ -64,10 +64,12 @@ if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH
 if libc.ptrace(0x4206, 1, 0, 0) == 0:  # PTRACE_SEIZE
     won.append("ptrace seize 1")
 # Any fd of any other process that reaches the server: the agent's stdio (host fds under
-# gVisor, whatever their number now) or a socket. The agent's pipes to this session's own
-# processes carry only what this code controls anyway (its cells, its output), so they are not
-# the channel; under runsc they can be reopened because gVisor owns a pipe by its creator's
-# effective uid (the agent's is the code user's, so files it writes belong to that user).
+# gVisor, "host:[N]", whatever their number now) or a socket. The agent's pipes to this
+# session's own processes (the driver's, a shell's, the warm shell's stdio, created inside the
+# sandbox: "pipe:[N]") carry only what this code controls anyway (its cells, its output), so they
+# are not the channel; under runsc they can be reopened because gVisor owns a pipe by its
+# creator's effective uid (the agent's is the code user's, so files it writes belong to that
+# user). The same goes for /dev/null.
 me = os.getpid()
 for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]:
     try:
@@ -80,7 +82,7 @@ for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]:
             target = os.readlink(path)
         except OSError:
             target = "?"
-        if target.startswith("pipe:") and fd_name not in ("0", "1", "2"):
+        if target.startswith("pipe:") or target == "/dev/null":
             continue
         for flags in (os.O_WRONLY | os.O_NONBLOCK, os.O_RDONLY | os.O_NONBLOCK):
             try:
