@@ -143,6 +143,9 @@ void HttpTransport::IoState::admit(tcp::socket socket,
     refuseConnection(socket, refusal);
     return;
   }
+  // Responses go out in parts (headers, then SSE events as they come): without TCP_NODELAY a
+  // small part waits for the peer's delayed ACK, ~40 ms per exchange on Linux.
+  socket.set_option(tcp::no_delay(true), ec);
   std::make_shared<HttpConnection>(std::move(socket), context, std::move(*slot))->start();
 }
 
