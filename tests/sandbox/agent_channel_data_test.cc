@@ -1,12 +1,12 @@
 // Data frames on the agent channel: a file's bytes travel raw, right after the JSON frame that
 // announces them, in both directions; a peer that breaks that pairing closes the channel.
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <future>
 
 #include "common/frame.h"
+#include "fake_agent.h"
 #include "sandbox/agent_channel.h"
 
 namespace {
@@ -14,44 +14,18 @@ namespace {
 using nlohmann::json;
 using sandbox::AgentChannel;
 using sandbox::ChannelClosedError;
-using sandbox::SocketStream;
-using sandbox::UniqueFd;
 using namespace std::chrono_literals;
 
-// The agent's end of a socketpair, frame by frame, data frames included.
-class FakeAgent {
- public:
-  explicit FakeAgent(UniqueFd fd) : stream_(std::move(fd)) {}
+using Pair = sandbox_test::ChannelPair;
+constexpr auto makePair = sandbox_test::makeChannelPair;
 
-  frame::Frame nextFrame() {
-    for (;;) {
-      if (auto frame = decoder_.nextFrame()) return std::move(*frame);
-      std::string chunk;
-      if (stream_.read(chunk) == 0) throw std::runtime_error("server closed the stream");
-      decoder_.feed(chunk);
-    }
-  }
-  void send(const json& message) { stream_.write(frame::encode(message.dump())); }
-  void sendData(const std::string& bytes) {
-    stream_.write(frame::encodeHeader(bytes.size(), frame::FrameKind::kData) + bytes);
-  }
-
- private:
-  SocketStream stream_;
-  frame::Decoder decoder_;
-};
-
-struct Pair {
-  std::shared_ptr<AgentChannel> channel;
-  std::unique_ptr<FakeAgent> agent;
-};
-
-Pair makePair() {
-  int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-    throw std::runtime_error("socketpair");
-  return {AgentChannel::start(std::make_unique<SocketStream>(UniqueFd(fds[0]), 2s), "test"),
-          std::make_unique<FakeAgent>(UniqueFd(fds[1]))};
+// A read_file call on its own thread whose reply's data frame goes into `received`.
+std::future<json> readFileInto(AgentChannel& channel, std::string& received) {
+  return std::async(std::launch::async, [&channel, &received] {
+    AgentChannel::CallOptions options;
+    options.reply_data = &received;
+    return channel.call({{"op", "read_file"}}, 5s, options);
+  });
 }
 
 std::string binaryBytes(std::size_t size) {
@@ -84,12 +58,8 @@ TEST(AgentChannelData, AReplysDataFrameReachesItsCaller) {
   Pair pair = makePair();
   const std::string content = binaryBytes(2 * 1024 * 1024);
   std::string received;
-  auto reply = std::async(std::launch::async, [&] {
-    AgentChannel::CallOptions options;
-    options.reply_data = &received;
-    return pair.channel->call({{"op", "read_file"}}, 5s, options);
-  });
-  const json request = json::parse(pair.agent->nextFrame().payload);
+  auto reply = readFileInto(*pair.channel, received);
+  const json request = pair.agent->nextRequest();
   pair.agent->send({{"id", request["id"]}, {"ok", true}, {"data_frame", true}});
   pair.agent->sendData(content);
   EXPECT_EQ(reply.get()["data_frame"], true);
@@ -112,12 +82,8 @@ TEST(AgentChannelData, AnUnannouncedDataFrameClosesTheChannel) {
 TEST(AgentChannelData, AnAnnouncedDataFrameThatNeverComesClosesTheChannel) {
   Pair pair = makePair();
   std::string received;
-  auto reply = std::async(std::launch::async, [&] {
-    AgentChannel::CallOptions options;
-    options.reply_data = &received;
-    return pair.channel->call({{"op", "read_file"}}, 5s, options);
-  });
-  const json request = json::parse(pair.agent->nextFrame().payload);
+  auto reply = readFileInto(*pair.channel, received);
+  const json request = pair.agent->nextRequest();
   pair.agent->send({{"id", request["id"]}, {"ok", true}, {"data_frame", true}});
   pair.agent->send({{"id", request["id"]}, {"ok", true}});  // JSON where the data should be
   EXPECT_THROW(reply.get(), ChannelClosedError);
@@ -129,7 +95,7 @@ TEST(AgentChannelData, DataForACallerThatDidNotAskIsDropped) {
   auto reply = std::async(std::launch::async, [&] {
     return pair.channel->call({{"op", "hello"}}, 5s);
   });
-  const json request = json::parse(pair.agent->nextFrame().payload);
+  const json request = pair.agent->nextRequest();
   pair.agent->send({{"id", request["id"]}, {"ok", true}, {"data_frame", true}});
   pair.agent->sendData("unasked");
   EXPECT_EQ(reply.get()["ok"], true);

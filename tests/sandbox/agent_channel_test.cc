@@ -1,7 +1,6 @@
 #include "sandbox/agent_channel.h"
 
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <future>
@@ -10,53 +9,17 @@
 #include <vector>
 
 #include "common/frame.h"
+#include "fake_agent.h"
 
 namespace {
 
 using nlohmann::json;
 using sandbox::AgentChannel;
-using sandbox::ByteStream;
 using sandbox::ChannelClosedError;
-using sandbox::SocketStream;
-using sandbox::UniqueFd;
 using namespace std::chrono_literals;
 
-// The agent's end of a socketpair: reads frames and lets the test answer them.
-class FakeAgent {
- public:
-  explicit FakeAgent(UniqueFd fd) : stream_(std::move(fd)) {}
-
-  json nextRequest() {
-    for (;;) {
-      if (auto payload = decoder_.next()) return json::parse(*payload);
-      std::string chunk;
-      if (stream_.read(chunk) == 0) throw std::runtime_error("server closed the stream");
-      decoder_.feed(chunk);
-    }
-  }
-  void send(const json& message) { stream_.write(frame::encode(message.dump())); }
-  void sendRaw(const std::string& bytes) { stream_.write(bytes); }
-  void close() { stream_.shutdown(); }
-
- private:
-  SocketStream stream_;
-  frame::Decoder decoder_;
-};
-
-struct Pair {
-  std::shared_ptr<AgentChannel> channel;
-  std::unique_ptr<FakeAgent> agent;
-};
-
-Pair makePair() {
-  int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-    throw std::runtime_error("socketpair");
-  Pair pair;
-  pair.channel = AgentChannel::start(std::make_unique<SocketStream>(UniqueFd(fds[0]), 2s), "test");
-  pair.agent = std::make_unique<FakeAgent>(UniqueFd(fds[1]));
-  return pair;
-}
+using Pair = sandbox_test::ChannelPair;
+constexpr auto makePair = sandbox_test::makeChannelPair;
 
 TEST(AgentChannel, AssignsIdsAndReturnsTheMatchingReply) {
   Pair pair = makePair();
