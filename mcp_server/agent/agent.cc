@@ -128,8 +128,9 @@ void Agent::handlePayload(const std::string& payload) {
     replyError(id->get<std::int64_t>(), "the request has no \"op\" string; see PROTOCOL.md");
     return;
   }
-  if (const auto data = request.find("data_frame");
-      data != request.end() && data->is_boolean() && data->get<bool>() && *op == "write_file") {
+  if (const auto data = request.find("data_frame"); data != request.end() && data->is_boolean() &&
+                                                    data->get<bool>() &&
+                                                    *op == protocol::kOpWriteFile) {
     awaiting_data_ = std::move(request);  // dispatched with the next frame
     return;
   }
@@ -139,17 +140,19 @@ void Agent::handlePayload(const std::string& payload) {
 void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request,
                      const std::string* data) {
   try {
-    if (op == "hello") {
+    if (op == protocol::kOpHello) {
       replyHello(id);
-    } else if (op == "exec") {
+    } else if (op == protocol::kOpExec) {
       executor_.submit(parseExecRequest(id, request));
-    } else if (op == "cancel") {
+    } else if (op == protocol::kOpCancel) {
       send({{"id", id}, {"ok", true}, {"cancelled", executor_.cancel(targetField(request))}});
-    } else if (op == "write_file" || op == "read_file" || op == "list_files") {
+    } else if (op == protocol::kOpWriteFile || op == protocol::kOpReadFile ||
+               op == protocol::kOpListFiles) {
       std::string read_data;  // read_file's content when it goes back as a data frame
-      nlohmann::json reply = op == "write_file"  ? writeFileRequest(request, cwd_, data)
-                             : op == "read_file" ? readFileRequest(request, cwd_, read_data)
-                                                 : listFilesRequest(request, cwd_);
+      nlohmann::json reply = op == protocol::kOpWriteFile ? writeFileRequest(request, cwd_, data)
+                             : op == protocol::kOpReadFile
+                                 ? readFileRequest(request, cwd_, read_data)
+                                 : listFilesRequest(request, cwd_);
       reply["id"] = id;
       reply["ok"] = true;
       const bool with_data = reply.contains("data_frame");

@@ -71,7 +71,7 @@ void Executor::beginRun(ExecRequest request) {
   run_ = std::make_unique<Run>(std::move(request), saved_output_dir_);
   run_->deadline_timer = loop_.addTimer(run_->request.timeout, [this] {
     run_->deadline_timer = 0;
-    stop("timeout");
+    stop(ExecStatus::kTimeout);
   });
   if (run_->request.kind == ExecKind::kShell) {
     startShell();
@@ -93,7 +93,7 @@ void Executor::rejectRequest(std::int64_t id, const std::string& error) {
 
 bool Executor::cancel(std::int64_t target) {
   if (run_ && run_->request.id == target) {
-    if (!run_->stop_status) stop("cancelled");
+    if (!run_->stop_status) stop(ExecStatus::kCancelled);
     return true;
   }
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
@@ -102,10 +102,10 @@ bool Executor::cancel(std::int64_t target) {
     queue_.erase(it);
     if (was_front) front_start_attempted_ = false;
     ExecResult result;
-    result.status = "cancelled";
-    result.exit_code = kCancelledExitCode;
+    result.status = ExecStatus::kCancelled;
+    result.exit_code = protocol::kCancelledExitCode;
     result.stderr_text = "[sandbox] execution was cancelled before it started\n";
-    send_(toReply(target, result));
+    send_(protocol::encodeExecReply(target, result));
     return true;
   }
   return false;
@@ -113,7 +113,7 @@ bool Executor::cancel(std::int64_t target) {
 
 // ---- common ---------------------------------------------------------------------------------
 
-void Executor::stop(const std::string& status) {
+void Executor::stop(ExecStatus status) {
   if (!run_ || run_->stop_status) return;
   run_->stop_status = status;
   loop_.cancelTimer(run_->deadline_timer);
@@ -196,7 +196,7 @@ void Executor::finish(ExecResult result) {
       std::chrono::duration<double, std::milli>(Clock::now() - run.started).count();
   const std::int64_t id = run.request.id;
   run_.reset();
-  send_(toReply(id, result));
+  send_(protocol::encodeExecReply(id, result));
   pump();
 }
 

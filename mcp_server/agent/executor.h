@@ -99,7 +99,7 @@ class Executor {
   void startShell();
   void onShellExit(int wait_status);
 
-  void stop(const std::string& status);
+  void stop(ExecStatus status);  // kTimeout or kCancelled
   void appendOutput(OutputStream stream, std::string_view data);
   void finish(ExecResult result);
   // Reports the run's saved output files in `result` and deletes the oldest beyond the limit.

@@ -26,7 +26,7 @@ const nlohmann::json& member(const nlohmann::json& object, const char* name) {
 ExecResult resultFromDriverReply(const nlohmann::json& reply, std::size_t max_result_bytes) {
   ExecResult result;
   const auto& status = member(reply, "status");
-  result.status = status == "success" || status == "error" ? status.get<std::string>() : "error";
+  result.status = status == "success" ? ExecStatus::kSuccess : ExecStatus::kError;
   const auto& exit_code = member(reply, "exit_code");
   result.exit_code =
       exit_code.is_number_integer()
@@ -144,7 +144,7 @@ void Executor::onJavascriptExit(int wait_status) {
     result.status = *run_->stop_status;
     result.exit_code = run_->stoppedExitCode();
   } else {
-    result.status = "error";
+    result.status = ExecStatus::kError;
     result.exit_code = shellStyleExitCode(wait_status);
   }
   run_->notes.push_back("[sandbox] the Node.js process " + describeExit(wait_status) +

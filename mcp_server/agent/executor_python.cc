@@ -98,11 +98,9 @@ void Executor::onDriverReply(const nlohmann::json& reply) {
                           "(variables, imports) is kept");
   } else {
     // User code shares the driver's process and can write fd 4 itself: trust no field.
-    const auto status = reply.find("status");
-    result.status =
-        status != reply.end() && status->is_string() && (*status == "success" || *status == "error")
-            ? status->get<std::string>()
-            : "error";
+    result.status = protocol::fieldOr<std::string>(reply, "status", "") == "success"
+                        ? ExecStatus::kSuccess
+                        : ExecStatus::kError;
     const auto exit_code = reply.find("exit_code");
     result.exit_code =
         exit_code != reply.end() && exit_code->is_number_integer()
@@ -153,7 +151,7 @@ void Executor::onDriverExit(int wait_status) {
     result.status = *run_->stop_status;
     result.exit_code = run_->stoppedExitCode();
   } else {
-    result.status = "error";
+    result.status = ExecStatus::kError;
     result.exit_code = shellStyleExitCode(wait_status);
   }
   run_->notes.push_back("[sandbox] the Python interpreter " + describeExit(wait_status) +

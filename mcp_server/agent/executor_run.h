@@ -47,16 +47,18 @@ struct Executor::Run {
   Clock::time_point started;
   EventLoop::TimerId deadline_timer = 0;
   EventLoop::TimerId grace_timer = 0;
-  std::optional<std::string> stop_status;  // "timeout" | "cancelled" once the agent stops it
+  std::optional<ExecStatus> stop_status;  // kTimeout | kCancelled once the agent stops it
   std::unique_ptr<ShellProcess> shell;
   std::vector<std::string> notes;  // "[sandbox] ..." lines appended to stderr
 
   [[nodiscard]] std::string stoppedBecause() const {
-    return *stop_status == "timeout" ? "exceeded " + formatSeconds(request.timeout)
-                                     : "was cancelled";
+    return *stop_status == ExecStatus::kTimeout
+               ? "exceeded " + protocol::formatSeconds(request.timeout)
+               : "was cancelled";
   }
   [[nodiscard]] int stoppedExitCode() const {
-    return *stop_status == "timeout" ? kTimeoutExitCode : kCancelledExitCode;
+    return *stop_status == ExecStatus::kTimeout ? protocol::kTimeoutExitCode
+                                                : protocol::kCancelledExitCode;
   }
 };
 

@@ -58,7 +58,7 @@ void Executor::onShellExit(int wait_status) {
                           "; its process group was killed");
   } else {
     result.exit_code = shellStyleExitCode(wait_status);
-    result.status = result.exit_code == 0 ? "success" : "error";
+    result.status = result.exit_code == 0 ? ExecStatus::kSuccess : ExecStatus::kError;
   }
   run_->shell.reset();
   finish(std::move(result));

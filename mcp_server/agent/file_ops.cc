@@ -53,11 +53,11 @@ void writeAll(int fd, std::string_view data, const std::filesystem::path& path) 
   }
 }
 
-std::string typeName(mode_t mode) {
-  if (S_ISREG(mode)) return "file";
-  if (S_ISDIR(mode)) return "dir";
-  if (S_ISLNK(mode)) return "symlink";
-  return "other";
+protocol::FileType typeOf(mode_t mode) {
+  if (S_ISREG(mode)) return protocol::FileType::kFile;
+  if (S_ISDIR(mode)) return protocol::FileType::kDir;
+  if (S_ISLNK(mode)) return protocol::FileType::kSymlink;
+  return protocol::FileType::kOther;
 }
 
 // Removes the temporary file unless the rename succeeded.
@@ -185,7 +185,7 @@ FileRange readFileRange(const std::filesystem::path& path, std::uint64_t offset,
   return range;
 }
 
-Listing listDirectory(const std::filesystem::path& path) {
+protocol::FileListing listDirectory(const std::filesystem::path& path) {
   const int dir_fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) throwErrno(errno, path);
   DIR* dir = ::fdopendir(dir_fd);
@@ -194,19 +194,20 @@ Listing listDirectory(const std::filesystem::path& path) {
     ::close(dir_fd);
     throwErrno(err, path);
   }
-  Listing listing;
+  protocol::FileListing listing;
+  listing.path = path.string();
   errno = 0;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string_view name(entry->d_name);
     if (name == "." || name == "..") continue;
-    if (listing.entries.size() >= kMaxListEntries) {
+    if (listing.entries.size() >= protocol::FileListing::kMaxListEntries) {
       listing.truncated = true;
       break;
     }
-    DirEntry out{std::string(name), "other", 0, 0};
+    protocol::FileEntry out{std::string(name), protocol::FileType::kOther, 0, 0};
     struct stat st {};
     if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      out.type = typeName(st.st_mode);
+      out.type = typeOf(st.st_mode);
       out.size = static_cast<std::uint64_t>(st.st_size);
       out.mtime = st.st_mtim.tv_sec;
     }
@@ -214,7 +215,7 @@ Listing listDirectory(const std::filesystem::path& path) {
   }
   ::closedir(dir);
   std::sort(listing.entries.begin(), listing.entries.end(),
-            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   return listing;
 }
 

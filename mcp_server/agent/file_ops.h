@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/agent_protocol.h"
+
 namespace agent::files {
 
 class FileOpError : public std::runtime_error {
@@ -21,7 +23,6 @@ class FileOpError : public std::runtime_error {
 
 // Files above this cannot travel in one frame once base64-encoded (frame::kMaxPayloadBytes).
 inline constexpr std::uint64_t kMaxTransferBytes = 48ULL * 1024 * 1024;
-inline constexpr std::size_t kMaxListEntries = 10'000;
 
 // `path` if absolute, else `cwd / path`; lexically normalised. Throws FileOpError when empty.
 [[nodiscard]] std::filesystem::path resolvePath(std::string_view path,
@@ -47,19 +48,8 @@ struct FileRange {
 [[nodiscard]] FileRange readFileRange(const std::filesystem::path& path, std::uint64_t offset,
                                       std::uint64_t length);
 
-struct DirEntry {
-  std::string name;
-  std::string type;  // file | dir | symlink | other
-  std::uint64_t size = 0;
-  std::int64_t mtime = 0;  // unix seconds
-};
-
-struct Listing {
-  std::vector<DirEntry> entries;  // sorted by name; symlinks are not followed
-  bool truncated = false;         // more than kMaxListEntries entries existed
-};
-
-[[nodiscard]] Listing listDirectory(const std::filesystem::path& path);
+// Entries sorted by name, at most FileListing::kMaxListEntries; symlinks are not followed.
+[[nodiscard]] protocol::FileListing listDirectory(const std::filesystem::path& path);
 
 // Parses a permission mode given as an integer (420 == 0644) or an octal string ("0644", "755").
 [[nodiscard]] mode_t parseMode(std::int64_t value);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "agent/file_ops.h"
@@ -92,22 +93,13 @@ nlohmann::json readFileRequest(const nlohmann::json& request, const std::filesys
 
 nlohmann::json listFilesRequest(const nlohmann::json& request, const std::filesystem::path& cwd) {
   const auto it = request.find("path");
-  std::string raw = ".";
+  std::string_view raw;  // absent, null or empty: the working directory
   if (it != request.end() && !it->is_null()) {
     if (!it->is_string()) throw RequestError("list_files: \"path\" must be a string");
-    raw = it->get<std::string>();
-    if (raw.empty()) raw = ".";
+    raw = it->get_ref<const std::string&>();
   }
-  const auto path = files::resolvePath(raw, cwd);
-  const files::Listing listing = files::listDirectory(path);
-  nlohmann::json entries = nlohmann::json::array();
-  for (const auto& entry : listing.entries) {
-    entries.push_back(
-        {{"name", entry.name}, {"type", entry.type}, {"size", entry.size}, {"mtime", entry.mtime}});
-  }
-  nlohmann::json reply = {{"path", path.string()}, {"entries", std::move(entries)}};
-  if (listing.truncated) reply["truncated"] = true;
-  return reply;
+  const auto path = files::resolvePath(raw.empty() ? std::string_view(".") : raw, cwd);
+  return protocol::encodeFileListing(files::listDirectory(path));
 }
 
 }  // namespace agent

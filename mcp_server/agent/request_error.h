@@ -1,14 +1,11 @@
 // The error for a request that is well-formed JSON but asks for something invalid; what() is the
-// sentence sent back in the reply's "error". Thread-safe (a plain exception type).
+// sentence sent back in the reply's "error". The protocol's own decoders throw the same type.
 #pragma once
 
-#include <stdexcept>
+#include "protocol/agent_protocol.h"
 
 namespace agent {
 
-class RequestError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
+using RequestError = protocol::ProtocolError;
 
 }  // namespace agent

@@ -16,6 +16,7 @@
 
 #include "common/cancel_token.h"
 #include "common/rich_output.h"
+#include "protocol/agent_protocol.h"
 #include "sandbox/build_file.h"
 #include "sandbox/image_policy.h"
 
@@ -60,46 +61,12 @@ struct SandboxSpec {
   std::string python_helper_dir;
 };
 
-enum class ExecKind { kPython, kShell, kJavascript };
-
-struct ExecRequest {
-  ExecKind kind = ExecKind::kPython;
-  std::string code;
-  std::chrono::milliseconds timeout{30000};
-  std::size_t max_output_bytes = std::size_t{1024} * 1024;  // per stream
-  // Per stream: output past max_output_bytes is saved to a file in the sandbox, up to this size;
-  // 0: dropped.
-  std::uint64_t save_output_bytes = 0;
-  bool stream = false;  // deliver output events while running
-  // Images a Python cell may send back inline (figures, display()); max_count 0: none.
-  common::ImageLimits images;
-};
-
-// The whole of a stream that outgrew the cap, kept as a file in the sandbox.
-struct SavedOutput {
-  std::string stream;  // stdout | stderr
-  std::string path;    // absolute, inside the sandbox
-  std::uint64_t bytes = 0;
-  bool complete = false;  // false: the file stopped at its own limit
-};
-
-struct ExecResult {
-  std::string status;  // success | error | timeout | cancelled
-  std::string stdout_text;
-  std::string stderr_text;
-  int exit_code = 0;
-  std::optional<std::string> result;  // repr of a trailing bare expression (Python, JavaScript)
-  bool stdout_truncated = false;
-  bool stderr_truncated = false;
-  std::uint64_t stdout_bytes = 0;
-  std::uint64_t stderr_bytes = 0;
-  double duration_ms = 0;         // the execution in the agent, from its turn to its reply
-  double channel_ms = 0;          // the whole round trip to the agent, as the server measured it
-  std::optional<double> exec_ms;  // the code's own run time, when the interpreter measured it
-  bool state_lost = false;        // the Python interpreter was restarted: globals are gone
-  std::vector<SavedOutput> saved_outputs;
-  common::RichOutput rich;  // images and a pandas table summary (Python only)
-};
+// The agent protocol's messages are the backend's vocabulary (one definition, one codec).
+using protocol::ExecKind;
+using protocol::ExecRequest;
+using protocol::ExecResult;
+using protocol::ExecStatus;
+using protocol::SavedOutput;
 
 // A part of a file: what readFileRange returns.
 struct FileRange {
@@ -111,18 +78,9 @@ struct FileRange {
 // Called from the channel's reader thread for each chunk of streamed output.
 using OutputCallback = std::function<void(std::string_view stream, std::string_view data)>;
 
-struct FileEntry {
-  std::string name;
-  std::string type;  // file | dir | symlink | other
-  std::uint64_t size = 0;
-  std::int64_t mtime = 0;  // unix seconds
-};
-
-struct FileListing {
-  std::vector<FileEntry> entries;  // sorted by name, at most kMaxListEntries
-  bool truncated = false;          // the directory had more entries than were listed
-  inline static constexpr std::size_t kMaxListEntries = 10000;
-};
+using protocol::FileEntry;
+using protocol::FileListing;
+using protocol::FileType;
 
 class Sandbox {
  public:

@@ -149,14 +149,14 @@ void WarmPool::preload(sandbox::Sandbox& sandbox) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - started)
                         .count();
-    if (result.status == "success") {
+    if (result.status == sandbox::ExecStatus::kSuccess) {
       log()->debug("pooled sandbox {}: Python modules preloaded in {} ms", sandbox.id(), ms);
     } else {
       // The sandbox's output is not logged: it is the sandbox's text.
       log()->warn(
           "pooled sandbox {}: preloading pool.preload_python ended with status {} after "
           "{} ms; pooled without it",
-          sandbox.id(), result.status, ms);
+          sandbox.id(), protocol::toString(result.status), ms);
     }
   } catch (const std::exception& e) {
     log()->warn("pooled sandbox {}: preloading pool.preload_python failed: {}", sandbox.id(),

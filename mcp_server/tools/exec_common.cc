@@ -137,7 +137,7 @@ void addRichOutput(sandbox::ExecResult& result, const std::string& execution_id,
 
 json toStructured(const sandbox::ExecResult& r, const std::string& execution_id,
                   const std::string& session_id, bool created) {
-  return json{{"status", r.status},
+  return json{{"status", protocol::toString(r.status)},
               {"stdout", r.stdout_text},
               {"stderr", r.stderr_text},
               {"exit_code", r.exit_code},

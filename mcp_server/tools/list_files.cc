@@ -45,10 +45,13 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
                 json items = json::array();
                 std::string text;
                 for (const auto& e : entries) {
-                  items.push_back(
-                      {{"name", e.name}, {"type", e.type}, {"size", e.size}, {"mtime", e.mtime}});
-                  text += e.type == "dir" ? e.name + "/\n"
-                                          : e.name + "  (" + std::to_string(e.size) + " bytes)\n";
+                  items.push_back({{"name", e.name},
+                                   {"type", protocol::toString(e.type)},
+                                   {"size", e.size},
+                                   {"mtime", e.mtime}});
+                  text += e.type == sandbox::FileType::kDir
+                              ? e.name + "/\n"
+                              : e.name + "  (" + std::to_string(e.size) + " bytes)\n";
                 }
                 ToolResult out;
                 out.structured = {{"path", path},

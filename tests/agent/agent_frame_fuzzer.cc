@@ -1,9 +1,10 @@
 // libFuzzer target for everything the agent channel parses from a peer: the frame decoder
 // (common/frame.h) fed in arbitrary chunks, parseJson of each payload, the agent's request
-// parsing (exec requests), and the escaping applied before sandbox text reaches a log.
+// parsing (exec requests), the server's decoding of agent replies (protocol/agent_protocol.h:
+// exec replies, file listings), and the escaping applied before sandbox text reaches a log.
 // Invariants: nothing crashes or throws anything but the documented errors, decoding never
 // yields more bytes than were fed, a re-encoded payload decodes to itself, and escaped text
-// holds no control character and stays bounded.
+// holds no control character and stays bounded, a decoded reply stays within its caps.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -53,10 +54,34 @@ void parseAsAgentRequest(const std::string& payload) {
       id != message.end() && id->is_number_integer() ? id->get<std::int64_t>() : 1;
   try {
     const agent::ExecRequest request = agent::parseExecRequest(request_id, message);
-    require(request.max_output_bytes <= agent::kMaxOutputBytesLimit);
-    require(request.timeout <= agent::kMaxTimeout);
+    require(request.max_output_bytes <= protocol::kMaxOutputBytesLimit);
+    require(request.timeout <= protocol::kMaxTimeout);
   } catch (const agent::RequestError&) {
   }
+}
+
+// The same bytes as an agent's reply, decoded as the server does: never throws, always capped.
+void decodeAsAgentReply(const std::string& payload) {
+  nlohmann::json message;
+  try {
+    message = common::parseJson(payload);
+  } catch (const nlohmann::json::exception&) {
+    return;  // the channel closes on such frames
+  }
+  protocol::ExecRequest asked;
+  asked.max_output_bytes = 16;
+  const auto result = protocol::decodeExecReply(message, asked);
+  const std::size_t cap = asked.max_output_bytes + protocol::kNotesBytes;
+  require(result.stdout_text.size() <= cap && result.stderr_text.size() <= cap);
+  require(!result.result || result.result->size() <= cap);
+  require(result.saved_outputs.size() <= 2);
+  for (const auto& saved : result.saved_outputs) {
+    require(!saved.path.empty() && saved.path.front() == '/' &&
+            saved.path.size() <= protocol::kMaxPathBytes);
+  }
+  const auto listing = protocol::decodeFileListing(message);
+  require(listing.entries.size() <= protocol::FileListing::kMaxListEntries);
+  for (const auto& entry : listing.entries) require(entry.name.size() <= protocol::kMaxNameBytes);
 }
 
 }  // namespace
@@ -77,6 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         checkRoundTrip(*payload);
         checkEscaping(*payload);
         parseAsAgentRequest(*payload);
+        decodeAsAgentReply(*payload);
       }
     }
   } catch (const frame::FrameError&) {

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "agent/request_error.h"
+
 namespace {
 
 using agent::ExecKind;
@@ -37,8 +39,8 @@ TEST(Unit, ExecRequestParsesAllFields) {
 TEST(Unit, ExecRequestAppliesDefaultsAndClamps) {
   const auto r =
       parseExecRequest(1, json{{"kind", "python"}, {"code", "1"}, {"max_output_bytes", 1LL << 40}});
-  EXPECT_EQ(r.timeout, agent::kDefaultTimeout);
-  EXPECT_EQ(r.max_output_bytes, agent::kMaxOutputBytesLimit);
+  EXPECT_EQ(r.timeout, protocol::kDefaultTimeout);
+  EXPECT_EQ(r.max_output_bytes, protocol::kMaxOutputBytesLimit);
   EXPECT_FALSE(r.stream);
 }
 
@@ -53,26 +55,6 @@ TEST(Unit, ExecRequestErrorsNameTheField) {
             std::string::npos);
   // Found by agent_frame_fuzzer: a non-string kind threw nlohmann's type_error, not ours.
   EXPECT_NE(errorOf(json{{"kind", 3}, {"code", "1"}}).find("\"kind\""), std::string::npos);
-}
-
-TEST(Unit, ExecReplyHasEveryProtocolField) {
-  agent::ExecResult result;
-  result.status = "success";
-  result.result = "2";
-  const json reply = agent::toReply(3, result);
-  for (const char* field :
-       {"id", "ok", "status", "stdout", "stderr", "exit_code", "result", "truncated",
-        "stdout_bytes", "stderr_bytes", "duration_ms", "state_lost"}) {
-    EXPECT_TRUE(reply.contains(field)) << field;
-  }
-  EXPECT_EQ(reply["result"], "2");
-  EXPECT_TRUE(agent::toReply(3, agent::ExecResult{})["result"].is_null());
-}
-
-TEST(Unit, SecondsAreFormattedForPeople) {
-  EXPECT_EQ(agent::formatSeconds(std::chrono::milliseconds(2000)), "2.0 s");
-  EXPECT_EQ(agent::formatSeconds(std::chrono::milliseconds(250)), "0.25 s");
-  EXPECT_EQ(agent::formatSeconds(std::chrono::milliseconds(1234)), "1.234 s");
 }
 
 }  // namespace

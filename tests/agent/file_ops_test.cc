@@ -127,13 +127,13 @@ TEST(Unit, ListIsSortedTypedAndDoesNotFollowSymlinks) {
   ASSERT_EQ(listing.entries.size(), 3U);
   EXPECT_FALSE(listing.truncated);
   EXPECT_EQ(listing.entries[0].name, "a_dir");
-  EXPECT_EQ(listing.entries[0].type, "dir");
+  EXPECT_EQ(listing.entries[0].type, protocol::FileType::kDir);
   EXPECT_EQ(listing.entries[1].name, "b.txt");
-  EXPECT_EQ(listing.entries[1].type, "file");
+  EXPECT_EQ(listing.entries[1].type, protocol::FileType::kFile);
   EXPECT_EQ(listing.entries[1].size, 5U);
   EXPECT_GT(listing.entries[1].mtime, 1'600'000'000);
   EXPECT_EQ(listing.entries[2].name, "c_link");
-  EXPECT_EQ(listing.entries[2].type, "symlink");
+  EXPECT_EQ(listing.entries[2].type, protocol::FileType::kSymlink);
 }
 
 TEST(Unit, ListOfAFileOrMissingDirectoryExplains) {

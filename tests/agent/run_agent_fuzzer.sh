@@ -26,7 +26,8 @@ fi
 
 mkdir -p "${build_dir}/corpus" "${build_dir}/artifacts"
 binary="${build_dir}/agent_frame_fuzzer"
-sources=("${repo}/mcp_server/agent/exec_request.cc" "${here}/agent_frame_fuzzer.cc")
+sources=("${repo}/mcp_server/protocol/exec_codec.cc" "${repo}/mcp_server/protocol/file_codec.cc"
+  "${here}/agent_frame_fuzzer.cc")
 headers=("${repo}"/mcp_server/common/*.h "${repo}"/mcp_server/agent/exec_request.h
          "${repo}"/mcp_server/agent/request_error.h "${repo}"/mcp_server/sandbox/sandbox_text.h)
 

@@ -46,13 +46,13 @@ class FakeSandbox : public sandbox::Sandbox {
         on_output("stderr", "oops\n");
         on_output("stdout", "line 2\n");
       }
-      result.status = "success";
+      result.status = sandbox::ExecStatus::kSuccess;
       result.stdout_text = "line 1\nline 2\n";
       result.stderr_text = "oops\n";
       return result;
     }
     if (request.code == "figure") {
-      result.status = "success";
+      result.status = sandbox::ExecStatus::kSuccess;
       result.result = "   a\n0  1";
       if (request.images.max_count > 0) {
         std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x06\x20\0\0\x04\x15", 24);
@@ -83,10 +83,10 @@ class FakeSandbox : public sandbox::Sandbox {
       ++*waiting_;
       cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; });
       --*waiting_;
-      result.status = "cancelled";
+      result.status = sandbox::ExecStatus::kCancelled;
       return result;
     }
-    result.status = "success";
+    result.status = sandbox::ExecStatus::kSuccess;
     result.stdout_text = "ran: " + request.code;
     result.stdout_bytes = result.stdout_text.size();
     return result;
@@ -112,7 +112,7 @@ class FakeSandbox : public sandbox::Sandbox {
     std::lock_guard lock(mutex_);
     sandbox::FileListing listing;
     for (const auto& [name, data] : files_) {
-      listing.entries.push_back({name, "file", data.size(), 0});
+      listing.entries.push_back({name, sandbox::FileType::kFile, data.size(), 0});
     }
     return listing;
   }

@@ -187,21 +187,22 @@ TEST(DockerBackend, RunsUnderRuncToo) {
 TEST(DockerBackend, KeepsPythonStateAndSharesTmpWithTheShell) {
   DockerBackend backend(options());
   auto sandbox = backend.create(spec());
-  EXPECT_EQ(python(*sandbox, "x = 42").status, "success");
+  EXPECT_EQ(python(*sandbox, "x = 42").status, sandbox::ExecStatus::kSuccess);
   const auto doubled = python(*sandbox, "print(x*2)");
-  EXPECT_EQ(doubled.status, "success");
+  EXPECT_EQ(doubled.status, sandbox::ExecStatus::kSuccess);
   EXPECT_EQ(doubled.stdout_text, "84\n");
   EXPECT_EQ(python(*sandbox, "x").result, "42");
 
-  EXPECT_EQ(run(*sandbox, ExecKind::kShell, "echo from-shell > /tmp/shared.txt").status, "success");
+  EXPECT_EQ(run(*sandbox, ExecKind::kShell, "echo from-shell > /tmp/shared.txt").status,
+            sandbox::ExecStatus::kSuccess);
   EXPECT_EQ(python(*sandbox, "open('/tmp/shared.txt').read()").result, "'from-shell\\n'");
 
   const auto failed = run(*sandbox, ExecKind::kShell, "echo oops >&2; exit 3");
-  EXPECT_EQ(failed.status, "error");
+  EXPECT_EQ(failed.status, sandbox::ExecStatus::kError);
   EXPECT_EQ(failed.exit_code, 3);
   EXPECT_EQ(failed.stderr_text, "oops\n");
   const auto raised = python(*sandbox, "1/0");
-  EXPECT_EQ(raised.status, "error");
+  EXPECT_EQ(raised.status, sandbox::ExecStatus::kError);
   EXPECT_NE(raised.stderr_text.find("ZeroDivisionError"), std::string::npos);
 }
 
@@ -218,7 +219,7 @@ TEST(DockerBackend, WritesReadsAndListsFiles) {
   const auto entries = sandbox->listFiles("data").entries;
   ASSERT_EQ(entries.size(), 1U);
   EXPECT_EQ(entries[0].name, "blob.bin");
-  EXPECT_EQ(entries[0].type, "file");
+  EXPECT_EQ(entries[0].type, FileType::kFile);
   EXPECT_EQ(entries[0].size, 3000U);
   EXPECT_GT(entries[0].mtime, 0);
 
@@ -248,7 +249,7 @@ for host in ("127.0.0.1", "10.255.255.1"):
 print(";".join(outcomes))
 print(sorted(name for _, name in socket.if_nameindex()), end=";")
 )py");
-  ASSERT_EQ(result.status, "success") << result.stderr_text;
+  ASSERT_EQ(result.status, sandbox::ExecStatus::kSuccess) << result.stderr_text;
   std::printf("[ info   ] network probe: %s", result.stdout_text.c_str());
   EXPECT_EQ(result.stdout_text.find("connected"), std::string::npos) << result.stdout_text;
   EXPECT_NE(result.stdout_text.find("127.0.0.1:"), std::string::npos);
@@ -264,8 +265,9 @@ TEST(DockerBackend, ReportsAMemoryHogThatIsKilled) {
   // must be reported in words the user can act on.
   try {
     const auto result = python(*sandbox, "b = bytearray(2*1024**3)");
-    std::printf("[ info   ] memory hog: exec returned status=%s\n", result.status.c_str());
-    EXPECT_EQ(result.status, "error");
+    std::printf("[ info   ] memory hog: exec returned status=%s\n",
+                std::string(protocol::toString(result.status)).c_str());
+    EXPECT_EQ(result.status, sandbox::ExecStatus::kError);
     EXPECT_NE(result.stderr_text.find("MemoryError"), std::string::npos) << result.stderr_text;
   } catch (const SandboxError& e) {
     std::printf("[ info   ] memory hog: %s\n", e.what());
@@ -406,7 +408,7 @@ TEST(DockerBackend, StreamsCancelsAndTimesOut) {
         std::lock_guard lock(mutex);
         if (stream == "stdout") streamed.append(data);
       });
-  EXPECT_EQ(result.status, "success");
+  EXPECT_EQ(result.status, sandbox::ExecStatus::kSuccess);
   EXPECT_EQ(streamed, "line1\nline2\nline3\n");
 
   CancelToken cancel;
@@ -419,11 +421,11 @@ TEST(DockerBackend, StreamsCancelsAndTimesOut) {
   const auto cancelled_at = Clock::now();
   cancel.cancel();
   const auto cancelled = pending.get();
-  EXPECT_EQ(cancelled.status, "cancelled");
+  EXPECT_EQ(cancelled.status, sandbox::ExecStatus::kCancelled);
   EXPECT_LT(msSince(cancelled_at), 5000.0);
 
   const auto timed_out = run(*sandbox, ExecKind::kShell, "sleep 30", 500ms);
-  EXPECT_EQ(timed_out.status, "timeout");
+  EXPECT_EQ(timed_out.status, sandbox::ExecStatus::kTimeout);
   EXPECT_TRUE(sandbox->alive());
   EXPECT_EQ(python(*sandbox, "'still here'").result, "'still here'");
 }

@@ -120,7 +120,7 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
 
   nlohmann::json hello;
   try {
-    hello = channel->call({{"op", "hello"}}, options_.hello_timeout);
+    hello = channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
   } catch (const ChannelClosedError& e) {
     std::string message = "the sandbox agent did not start: ";
     const auto fate = waitForContainerFate(*engine_, record.id, record.created_unix - 1,

@@ -30,70 +30,7 @@ void waitUntilRemoved(EngineClient& engine, const std::string& id) noexcept {
                 kRemovalWait.count());
 }
 
-template <class T>
-T field(const nlohmann::json& object, const char* key, T fallback) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return fallback;
-  }
-}
-
-// Room for the agent's "[sandbox] ..." notes after the capped output.
-constexpr std::size_t kNotesBytes = std::size_t{16} * 1024;
-constexpr std::size_t kMaxNameBytes = 4096;  // a file name the server copies into a result
-constexpr std::size_t kMaxPathBytes = 4096;  // a saved output's path, likewise
-
-// `text` cut to `cap` bytes (the agent already cut it; this holds even if it did not).
-std::string capped(std::string text, std::size_t cap, bool& was_cut) {
-  if (text.size() > cap) {
-    text.resize(cap);
-    was_cut = true;
-  }
-  return text;
-}
-
-ExecResult parseExecReply(const nlohmann::json& reply, const ExecRequest& request) {
-  const std::size_t max_output_bytes = request.max_output_bytes;
-  ExecResult result;
-  result.status = field<std::string>(reply, "status", "error");
-  if (result.status != "success" && result.status != "error" && result.status != "timeout" &&
-      result.status != "cancelled") {
-    result.status = "error";
-  }
-  const std::size_t cap = max_output_bytes + kNotesBytes;
-  bool cut = false;
-  result.stdout_text = capped(field<std::string>(reply, "stdout", ""), cap, cut);
-  result.stderr_text = capped(field<std::string>(reply, "stderr", ""), cap, cut);
-  result.exit_code = field<int>(reply, "exit_code", 0);
-  if (reply.contains("result") && reply["result"].is_string()) {
-    result.result = capped(reply["result"].get<std::string>(), cap, cut);
-  }
-  if (cut) logger().info("an agent reply exceeded the output cap; it was cut");
-  const auto truncated = field<nlohmann::json>(reply, "truncated", nlohmann::json::object());
-  result.stdout_truncated = field<bool>(truncated, "stdout", false);
-  result.stderr_truncated = field<bool>(truncated, "stderr", false);
-  result.stdout_bytes = field<std::uint64_t>(reply, "stdout_bytes", result.stdout_text.size());
-  result.stderr_bytes = field<std::uint64_t>(reply, "stderr_bytes", result.stderr_text.size());
-  result.duration_ms = field<double>(reply, "duration_ms", 0.0);
-  if (const auto exec_ms = field<double>(reply, "exec_ms", -1.0); exec_ms >= 0) {
-    result.exec_ms = exec_ms;
-  }
-  result.state_lost = field<bool>(reply, "state_lost", false);
-  const auto saved = field<nlohmann::json>(reply, "saved_output", nlohmann::json::object());
-  for (const char* stream : {"stdout", "stderr"}) {
-    const auto file = field<nlohmann::json>(saved, stream, nlohmann::json());
-    const auto path = field<std::string>(file, "path", "");
-    if (path.empty() || path.size() > kMaxPathBytes || path.front() != '/') continue;
-    result.saved_outputs.push_back({stream, path, field<std::uint64_t>(file, "bytes", 0),
-                                    field<bool>(file, "complete", false)});
-  }
-  result.rich = common::parseRichOutput(reply, request.images);
-  for (const auto& why : result.rich.dropped) logger().info("agent reply: {}", why);
-  return result;
-}
+using protocol::fieldOr;
 
 }  // namespace
 
@@ -170,43 +107,31 @@ nlohmann::json DockerSandbox::callAgent(nlohmann::json request, std::chrono::mil
   } catch (const ChannelClosedError&) {
     throw SandboxError(resolveStopReason());
   }
-  if (!field<bool>(reply, "ok", false)) {
-    throw SandboxError(field<std::string>(reply, "error", "the agent refused the request"));
+  if (!fieldOr<bool>(reply, "ok", false)) {
+    throw SandboxError(fieldOr<std::string>(reply, "error", "the agent refused the request"));
   }
   return reply;
 }
 
 ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
                                const OutputCallback& on_output) {
-  nlohmann::json message = {
-      {"op", "exec"},
-      {"kind", request.kind == ExecKind::kPython       ? "python"
-               : request.kind == ExecKind::kJavascript ? "javascript"
-                                                       : "shell"},
-      {"code", request.code},
-      {"timeout_ms", request.timeout.count()},
-      {"max_output_bytes", request.max_output_bytes},
-      {"save_output_bytes", request.save_output_bytes},
-      {"stream", request.stream},
-      {"max_images", request.images.max_count},
-      {"image_max_bytes", request.images.max_bytes},
-      {"image_max_px", request.images.max_px},
-  };
   AgentChannel::CallOptions options;
   options.cancel = &cancel;
   if (request.stream && on_output) {
     options.on_event = [&on_output](const nlohmann::json& event) {
-      if (field<std::string>(event, "event", "") != "output") return;
-      on_output(field<std::string>(event, "stream", "stdout"),
-                field<std::string>(event, "data", ""));
+      if (fieldOr<std::string>(event, "event", "") != "output") return;
+      on_output(fieldOr<std::string>(event, "stream", "stdout"),
+                fieldOr<std::string>(event, "data", ""));
     };
   }
   // Both streams at their cap (the agent applies the cap to events too), plus some slack.
-  options.max_event_bytes = 2 * request.max_output_bytes + 2 * kNotesBytes;
+  options.max_event_bytes = 2 * request.max_output_bytes + 2 * protocol::kNotesBytes;
   const auto sent = std::chrono::steady_clock::now();
-  auto reply = callAgent(std::move(message), request.timeout + kExecGrace, options);
+  auto reply =
+      callAgent(protocol::encodeExecRequest(request), request.timeout + kExecGrace, options);
   const auto answered = std::chrono::steady_clock::now();
-  ExecResult result = parseExecReply(reply, request);
+  ExecResult result = protocol::decodeExecReply(std::move(reply), request);
+  for (const auto& why : result.rich.dropped) logger().info("agent reply: {}", why);
   result.channel_ms = std::chrono::duration<double, std::milli>(answered - sent).count();
   return result;
 }
@@ -214,20 +139,22 @@ ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
 std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
   AgentChannel::CallOptions options;
   options.request_data = bytes;  // raw, in a data frame: no base64, no JSON escaping
-  nlohmann::json request = {{"op", "write_file"}, {"path", path}, {"mode", mode}};
+  nlohmann::json request = {{"op", protocol::kOpWriteFile}, {"path", path}, {"mode", mode}};
   if (bytes.empty()) request["data_b64"] = "";  // an empty file needs no data frame
   const auto reply = callAgent(std::move(request), kFileOpDeadline, options);
-  return field<std::size_t>(reply, "bytes", bytes.size());
+  return fieldOr<std::size_t>(reply, "bytes", bytes.size());
 }
 
 std::string DockerSandbox::readFile(const std::string& path, std::size_t max_bytes) {
   AgentChannel::CallOptions options;
   std::string data;
   options.reply_data = &data;
-  const auto reply = callAgent(
-      {{"op", "read_file"}, {"path", path}, {"max_bytes", max_bytes}, {"data_frame", true}},
-      kFileOpDeadline, options);
-  if (!field<bool>(reply, "data_frame", false) || data.size() > max_bytes) {
+  const auto reply = callAgent({{"op", protocol::kOpReadFile},
+                                {"path", path},
+                                {"max_bytes", max_bytes},
+                                {"data_frame", true}},
+                               kFileOpDeadline, options);
+  if (!fieldOr<bool>(reply, "data_frame", false) || data.size() > max_bytes) {
     throw SandboxError("read_file: the agent's reply for " + path +
                        " did not carry the file within the limit");
   }
@@ -239,40 +166,24 @@ FileRange DockerSandbox::readFileRange(const std::string& path, std::uint64_t of
   AgentChannel::CallOptions options;
   FileRange range;
   options.reply_data = &range.data;
-  const auto reply = callAgent({{"op", "read_file"},
+  const auto reply = callAgent({{"op", protocol::kOpReadFile},
                                 {"path", path},
                                 {"offset", offset},
                                 {"length", length},
                                 {"data_frame", true}},
                                kFileOpDeadline, options);
-  if (!field<bool>(reply, "data_frame", false)) {
+  if (!fieldOr<bool>(reply, "data_frame", false)) {
     throw SandboxError("read_file: the agent's reply for " + path + " carried no data");
   }
   if (range.data.size() > length) range.data.resize(length);
   range.offset = offset;
-  range.file_size = field<std::uint64_t>(reply, "file_size", offset + range.data.size());
+  range.file_size = fieldOr<std::uint64_t>(reply, "file_size", offset + range.data.size());
   return range;
 }
 
 FileListing DockerSandbox::listFiles(const std::string& path) {
-  const auto reply = callAgent({{"op", "list_files"}, {"path", path}}, kFileOpDeadline);
-  FileListing listing;
-  listing.truncated = field<bool>(reply, "truncated", false);
-  for (const auto& item : field<nlohmann::json>(reply, "entries", nlohmann::json::array())) {
-    if (listing.entries.size() == FileListing::kMaxListEntries) {
-      listing.truncated = true;
-      break;
-    }
-    FileEntry entry;
-    entry.name = field<std::string>(item, "name", "").substr(0, kMaxNameBytes);
-    entry.type = field<std::string>(item, "type", "other");
-    if (entry.type != "file" && entry.type != "dir" && entry.type != "symlink")
-      entry.type = "other";
-    entry.size = field<std::uint64_t>(item, "size", 0);
-    entry.mtime = field<std::int64_t>(item, "mtime", 0);
-    listing.entries.push_back(std::move(entry));
-  }
-  return listing;
+  return protocol::decodeFileListing(
+      callAgent({{"op", protocol::kOpListFiles}, {"path", path}}, kFileOpDeadline));
 }
 
 }  // namespace sandbox::docker
