@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "config/config.h"
+#include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/image_builder.h"
-#include "server/mcp_server.h"
 #include "server/session_manager.h"
 #include "tools/builtin_tools.h"
 
@@ -131,7 +131,7 @@ class ServerFixture : public ::testing::Test {
   // Starts the server part with the current cfg (call after editing cfg).
   void start() {
     sessions = std::make_unique<server::SessionManager>(cfg, *backend);
-    mcp = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    mcp = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = mcp->open("adversarial");
     jsonrpc::RequestContext ctx;
     (void)endpoint->handle({{"jsonrpc", "2.0"},
@@ -166,7 +166,7 @@ class ServerFixture : public ::testing::Test {
   config::ServerConfig cfg;
   tools::ToolRegistry registry;
   std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> mcp;
+  std::unique_ptr<mcp::McpServer> mcp;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
 };

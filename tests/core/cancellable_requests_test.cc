@@ -1,4 +1,4 @@
-#include "server/cancellable_requests.h"
+#include "mcp/cancellable_requests.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@ namespace {
 using nlohmann::json;
 
 TEST(Unit, CancellableRequestsCancelsByIdWhileTheTokenLives) {
-  server::CancellableRequests requests;
+  mcp::CancellableRequests requests;
   auto token = requests.admit(json(7));
   ASSERT_NE(token, nullptr);
   EXPECT_FALSE(requests.cancel(json("7"))) << "the id's type is part of it";
@@ -16,7 +16,7 @@ TEST(Unit, CancellableRequestsCancelsByIdWhileTheTokenLives) {
 }
 
 TEST(Unit, CancellableRequestsForgetsARequestWhenItsLastTokenGoes) {
-  server::CancellableRequests requests;
+  mcp::CancellableRequests requests;
   auto token = requests.admit(json("a"));
   auto copy = token;  // e.g. the worker pool's while the job waits
   token.reset();
@@ -26,7 +26,7 @@ TEST(Unit, CancellableRequestsForgetsARequestWhenItsLastTokenGoes) {
 }
 
 TEST(Unit, CancellableRequestsCloseAllReachesEveryRequestAndRefusesNewOnes) {
-  server::CancellableRequests requests;
+  mcp::CancellableRequests requests;
   auto first = requests.admit(json(1));
   auto reused_id = requests.admit(json(1));  // a client reusing an id while the first runs
   auto other = requests.admit(json(2));
@@ -40,7 +40,7 @@ TEST(Unit, CancellableRequestsCloseAllReachesEveryRequestAndRefusesNewOnes) {
 TEST(Unit, CancellableRequestsTokensMayOutliveTheRegistry) {
   std::shared_ptr<CancelToken> token;
   {
-    server::CancellableRequests requests;
+    mcp::CancellableRequests requests;
     token = requests.admit(json(1));
   }
   token->cancel();

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "fake_backend.h"
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 #include "tools/builtin_tools.h"
 #include "transport/stdio_transport.h"
 
@@ -41,7 +41,7 @@ class QueuedCancelTest : public ::testing::Test {
     transport::StdioTransportOptions options;
     options.drain_timeout = 200ms;  // EOF with a call blocked: close the endpoint soon
     transport_ = std::make_unique<transport::StdioTransport>(
-        server_in_, server_out_, std::make_shared<server::McpServer>(cfg, *sessions, registry),
+        server_in_, server_out_, std::make_shared<mcp::McpServer>(cfg, *sessions, registry),
         options);
     thread_ = std::thread([this] { transport_->run(); });
   }

@@ -1,4 +1,4 @@
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@ class McpServerTest : public ::testing::Test {
     cfg.pool.size = 0;  // these tests count creations; WarmPoolTest covers the pool
     tools::registerBuiltinTools(registry, cfg);
     sessions = std::make_unique<server::SessionManager>(cfg, backend);
-    server = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = server->open("owner-a");
   }
 
@@ -46,7 +46,7 @@ class McpServerTest : public ::testing::Test {
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
   std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> server;
+  std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
 };
@@ -339,7 +339,7 @@ TEST_F(McpServerTest, OutputIsStreamedAsLogMessagesAtInfo) {
 TEST_F(McpServerTest, ExecutionLimitGivesBusyErrorAtOnce) {
   cfg.execution.max_concurrent = 1;
   server::SessionManager limited(cfg, backend);
-  server::McpServer limited_server(cfg, limited, registry);
+  mcp::McpServer limited_server(cfg, limited, registry);
   auto ep = limited_server.open("owner-c");
   initialize(*ep);
   auto running = std::async(std::launch::async, [&] {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fake_backend.h"
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 #include "tools/builtin_tools.h"
 
 namespace {
@@ -40,7 +40,7 @@ class McpTasksTest : public ::testing::Test {
     cfg.tasks.max_per_client = 4;
     tools::registerBuiltinTools(registry, cfg);
     sessions = std::make_unique<server::SessionManager>(cfg, backend);
-    server = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = open("owner-a");
   }
 
@@ -69,7 +69,7 @@ class McpTasksTest : public ::testing::Test {
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
   std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> server;
+  std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   std::atomic<int> next_id{0};
 };

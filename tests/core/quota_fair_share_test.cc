@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "fake_backend.h"
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 #include "tools/builtin_tools.h"
 
 namespace {
@@ -19,7 +19,7 @@ class FairShare : public ::testing::Test {
     cfg.pool.size = 0;
     tools::registerBuiltinTools(registry, cfg);
     sessions = std::make_unique<server::SessionManager>(cfg, backend);
-    server = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     greedy = server->open("client-greedy");
     polite = server->open("client-polite");
     initialize(*greedy);
@@ -52,7 +52,7 @@ class FairShare : public ::testing::Test {
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
   std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> server;
+  std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> greedy;
   std::shared_ptr<jsonrpc::Endpoint> polite;
   std::atomic<int> next_id{0};

@@ -1,13 +1,13 @@
 // Session files as MCP resources: the sandbox:// URI form (table tests) and resources/* through
 // an endpoint over the fake backend (ownership, ranges, text vs blob, errors).
-#include "server/session_resources.h"
+#include "mcp/session_resources.h"
 
 #include <gtest/gtest.h>
 
 #include "common/base64.h"
 #include "fake_backend.h"
 #include "jsonrpc/errors.h"
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 #include "server/sandbox_uri.h"
 #include "tools/builtin_tools.h"
 
@@ -81,10 +81,10 @@ TEST(SandboxUri, RefusesMalformedUrisWithTheExpectedForm) {
 }
 
 TEST(GuessMimeType, ByExtensionThenByContent) {
-  EXPECT_EQ(server::guessMimeType("/w/data.CSV", true), "text/csv");
-  EXPECT_EQ(server::guessMimeType("/w/plot.png", false), "image/png");
-  EXPECT_EQ(server::guessMimeType("/w/notes", true), "text/plain");
-  EXPECT_EQ(server::guessMimeType("/w.d/blob", false), "application/octet-stream");
+  EXPECT_EQ(mcp::guessMimeType("/w/data.CSV", true), "text/csv");
+  EXPECT_EQ(mcp::guessMimeType("/w/plot.png", false), "image/png");
+  EXPECT_EQ(mcp::guessMimeType("/w/notes", true), "text/plain");
+  EXPECT_EQ(mcp::guessMimeType("/w.d/blob", false), "application/octet-stream");
 }
 
 class SessionResourcesTest : public ::testing::Test {
@@ -94,7 +94,7 @@ class SessionResourcesTest : public ::testing::Test {
     cfg.resources.max_read_bytes = 1024;
     tools::registerBuiltinTools(registry, cfg);
     sessions = std::make_unique<server::SessionManager>(cfg, backend);
-    server = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     alice = server->open("alice");
     mallory = server->open("mallory");
     for (auto* ep : {alice.get(), mallory.get()}) {
@@ -138,7 +138,7 @@ class SessionResourcesTest : public ::testing::Test {
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
   std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> server;
+  std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> alice;
   std::shared_ptr<jsonrpc::Endpoint> mallory;
   int next_id = 0;
@@ -200,7 +200,7 @@ TEST_F(SessionResourcesTest, ARangeNeverSplitsACharacterAndBinaryIsABlob) {
 TEST_F(SessionResourcesTest, AnotherClientCannotReadOrListASession) {
   upload("secret");
   auto r = read(*mallory, "sandbox://s1/w/file");
-  EXPECT_EQ(r["error"]["code"], server::kResourceNotFound) << r.dump();
+  EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound) << r.dump();
   EXPECT_EQ(r["error"]["message"].get<std::string>().find("secret"), std::string::npos);
   EXPECT_TRUE(request(*mallory, "resources/list")["result"]["resources"].empty());
 }
@@ -258,11 +258,11 @@ TEST_F(SessionResourcesTest, BadRequestsGetErrorsThatSayWhatToDo) {
   EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams);
   EXPECT_NE(r["error"]["message"].get<std::string>().find("sandbox://"), std::string::npos);
   r = read(*alice, "sandbox://s1/w/missing");
-  EXPECT_EQ(r["error"]["code"], server::kResourceNotFound);
+  EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound);
   r = read(*alice, "sandbox://s1/w/file?offset=5");
-  EXPECT_EQ(r["error"]["code"], server::kResourceNotFound);  // past the end
+  EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound);  // past the end
   r = read(*alice, "sandbox://nope/w/file");
-  EXPECT_EQ(r["error"]["code"], server::kResourceNotFound);
+  EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound);
   // Before initialize, as every other method.
   auto fresh = server->open("carol");
   r = request(*fresh, "resources/templates/list");

@@ -1,4 +1,4 @@
-#include "server/task_store.h"
+#include "mcp/task_store.h"
 
 #include <gtest/gtest.h>
 
@@ -8,20 +8,20 @@
 #include <thread>
 
 #include "jsonrpc/errors.h"
-#include "server/session_lanes.h"
-#include "server/task_outbox.h"
+#include "mcp/session_lanes.h"
+#include "mcp/task_outbox.h"
 
 namespace {
 
+using mcp::TaskStore;
 using nlohmann::json;
-using server::TaskStore;
 using namespace std::chrono_literals;
 
 class TaskStoreTest : public ::testing::Test {
  protected:
   TaskStore::Clock::time_point now = TaskStore::Clock::time_point(100h);
-  server::TaskLimits limits = [] {
-    server::TaskLimits l;
+  mcp::TaskLimits limits = [] {
+    mcp::TaskLimits l;
     l.max_tasks = 3;
     l.default_ttl = 60s;
     l.max_ttl = 120s;
@@ -105,7 +105,7 @@ TEST_F(TaskStoreTest, WaitResultBlocksUntilFinishedAndTagsTheRelatedTask) {
   (void)store.finish(id, okResult());
   const json result = waiting.get();
   EXPECT_EQ(result["isError"], false);
-  EXPECT_EQ(result["_meta"][server::kRelatedTaskMetaKey]["taskId"], id);
+  EXPECT_EQ(result["_meta"][mcp::kRelatedTaskMetaKey]["taskId"], id);
 }
 
 TEST_F(TaskStoreTest, WaitResultEndsWhenItsRequestIsCancelledOrTheStoreCloses) {
@@ -178,7 +178,7 @@ TEST_F(TaskStoreTest, ListPagesInCreationOrderWithOpaqueCursors) {
 }
 
 TEST(TaskOutbox, QueuesUntilAListenerAttachesThenStreamsLive) {
-  server::TaskOutbox outbox(nullptr, 1 << 20);
+  mcp::TaskOutbox outbox(nullptr, 1 << 20);
   std::vector<json> got;
   outbox.send({{"n", 1}});
   outbox.send({{"n", 2}});
@@ -196,7 +196,7 @@ TEST(TaskOutbox, QueuesUntilAListenerAttachesThenStreamsLive) {
 }
 
 TEST(TaskOutbox, QueueIsBoundedDroppingTheOldest) {
-  server::TaskOutbox outbox(nullptr, 100);
+  mcp::TaskOutbox outbox(nullptr, 100);
   for (int i = 0; i < 50; ++i) outbox.send({{"data", std::string(30, 'x')}, {"i", i}});
   std::vector<json> got;
   (void)outbox.attach([&](const json& m) { got.push_back(m); });
@@ -208,13 +208,13 @@ TEST(TaskOutbox, QueueIsBoundedDroppingTheOldest) {
 
 TEST(TaskOutbox, DirectSinkTakesEverythingAtOnce) {
   std::vector<json> direct;
-  server::TaskOutbox outbox([&](const json& m) { direct.push_back(m); }, 100);
+  mcp::TaskOutbox outbox([&](const json& m) { direct.push_back(m); }, 100);
   outbox.send({{"n", 1}});
   EXPECT_EQ(direct.size(), 1U);
 }
 
 TEST(SessionLanes, OneAtATimeInEnqueueOrder) {
-  server::SessionLanes lanes;
+  mcp::SessionLanes lanes;
   CancelToken never;
   auto first = lanes.enqueue("s");
   auto second = lanes.enqueue("s");
@@ -231,7 +231,7 @@ TEST(SessionLanes, OneAtATimeInEnqueueOrder) {
 }
 
 TEST(SessionLanes, CancelledWaiterLeavesItsPlaceAndTheLineMovesOn) {
-  server::SessionLanes lanes;
+  mcp::SessionLanes lanes;
   CancelToken never;
   CancelToken cancel;
   auto first = lanes.enqueue("s");

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "fake_backend.h"
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 #include "server/session_manager.h"
 #include "tools/builtin_tools.h"
 
@@ -168,7 +168,7 @@ TEST(WarmPool, SessionsOfTheDefaultProfileStartWarm) {
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
   server::SessionManager sessions(cfg, backend);
-  server::McpServer mcp(cfg, sessions, registry);
+  mcp::McpServer mcp(cfg, sessions, registry);
   auto endpoint = mcp.open("owner");
   int next_id = 0;
   auto call = [&](const std::string& tool, json arguments) {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "config/config.h"
+#include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
-#include "server/mcp_server.h"
 #include "server/session_manager.h"
 #include "tools/builtin_tools.h"
 
@@ -32,7 +32,7 @@ class ToolsIntegration : public ::testing::Test {
   ToolsIntegration() {
     tools::registerBuiltinTools(registry, cfg);
     sessions = std::make_unique<server::SessionManager>(cfg, *backend);
-    mcp = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    mcp = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = mcp->open("integration");
     jsonrpc::RequestContext ctx;
     (void)endpoint->handle({{"jsonrpc", "2.0"},
@@ -78,7 +78,7 @@ class ToolsIntegration : public ::testing::Test {
   config::ServerConfig cfg;
   tools::ToolRegistry registry;
   std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> mcp;
+  std::unique_ptr<mcp::McpServer> mcp;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
 };

@@ -10,14 +10,14 @@
 #include "config/config.h"
 #include "server/session_manager.h"
 
-namespace server {
+namespace mcp {
 
 // MCP's "Resource not found" error code.
 inline constexpr int kResourceNotFound = -32002;
 
 class SessionResources {
  public:
-  SessionResources(SessionManager& sessions, const config::ServerConfig& config)
+  SessionResources(server::SessionManager& sessions, const config::ServerConfig& config)
       : sessions_(sessions), config_(config) {}
 
   [[nodiscard]] nlohmann::json listTemplates() const;
@@ -27,7 +27,7 @@ class SessionResources {
   [[nodiscard]] nlohmann::json read(const std::string& owner, const nlohmann::json& params) const;
 
  private:
-  SessionManager& sessions_;
+  server::SessionManager& sessions_;
   const config::ServerConfig& config_;
 };
 
@@ -35,4 +35,4 @@ class SessionResources {
 // (chosen by whether the bytes are UTF-8). Pure.
 [[nodiscard]] std::string guessMimeType(const std::string& path, bool is_utf8);
 
-}  // namespace server
+}  // namespace mcp

@@ -1,4 +1,4 @@
-#include "server/cancellable_requests.h"
+#include "mcp/cancellable_requests.h"
 
 #include <iterator>
 #include <mutex>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace server {
+namespace mcp {
 
 struct CancellableRequests::Registry {
   std::mutex mutex;
@@ -70,4 +70,4 @@ void CancellableRequests::closeAll() {
   for (const auto& token : admitted) token->cancel();
 }
 
-}  // namespace server
+}  // namespace mcp

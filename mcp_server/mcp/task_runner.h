@@ -18,22 +18,25 @@
 
 #include "common/cancel_token.h"
 #include "config/config.h"
+#include "mcp/session_lanes.h"
+#include "mcp/task_outbox.h"
+#include "mcp/task_store.h"
 #include "server/execution_slots.h"
-#include "server/session_lanes.h"
-#include "server/task_outbox.h"
-#include "server/task_store.h"
 #include "tools/tool_registry.h"
 
 namespace server {
-
 class SessionManager;
+}  // namespace server
+
+namespace mcp {
 
 class TaskRunner {
  public:
   using json = nlohmann::json;
 
-  TaskRunner(const std::string& owner, const config::ServerConfig& config, SessionManager& sessions,
-             const tools::ToolRegistry& tools, SessionLanes& lanes, ExecutionSlots& threads);
+  TaskRunner(const std::string& owner, const config::ServerConfig& config,
+             server::SessionManager& sessions, const tools::ToolRegistry& tools,
+             SessionLanes& lanes, server::ExecutionSlots& threads);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -76,10 +79,10 @@ class TaskRunner {
 
   const std::string owner_;
   const config::ServerConfig& config_;
-  SessionManager& sessions_;
+  server::SessionManager& sessions_;
   const tools::ToolRegistry& tools_;
   SessionLanes& lanes_;
-  ExecutionSlots& threads_;
+  server::ExecutionSlots& threads_;
   TaskStore store_;
 
   std::mutex mutex_;
@@ -87,4 +90,4 @@ class TaskRunner {
   std::unordered_map<std::string, std::shared_ptr<Running>> running_;
 };
 
-}  // namespace server
+}  // namespace mcp

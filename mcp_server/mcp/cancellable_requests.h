@@ -10,7 +10,7 @@
 
 #include "common/cancel_token.h"
 
-namespace server {
+namespace mcp {
 
 class CancellableRequests {
  public:
@@ -31,4 +31,4 @@ class CancellableRequests {
   std::shared_ptr<Registry> registry_;
 };
 
-}  // namespace server
+}  // namespace mcp

@@ -1,4 +1,4 @@
-#include "server/task_store.h"
+#include "mcp/task_store.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include "common/random_id.h"
 #include "jsonrpc/errors.h"
 
-namespace server {
+namespace mcp {
 namespace {
 
 constexpr std::size_t kMaxCursorDigits = 20;
@@ -250,4 +250,4 @@ void TaskStore::setStatus(Record& record, TaskStatus status, std::string message
   record.updated = now_();
 }
 
-}  // namespace server
+}  // namespace mcp

@@ -1,4 +1,4 @@
-#include "server/task_runner.h"
+#include "mcp/task_runner.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,7 +8,7 @@
 #include "jsonrpc/errors.h"
 #include "server/session_manager.h"
 
-namespace server {
+namespace mcp {
 namespace {
 
 using json = nlohmann::json;
@@ -57,8 +57,8 @@ json cancelledBeforeStart() {
 }  // namespace
 
 TaskRunner::TaskRunner(const std::string& owner, const config::ServerConfig& config,
-                       SessionManager& sessions, const tools::ToolRegistry& tools,
-                       SessionLanes& lanes, ExecutionSlots& threads)
+                       server::SessionManager& sessions, const tools::ToolRegistry& tools,
+                       SessionLanes& lanes, server::ExecutionSlots& threads)
     : owner_(owner),
       config_(config),
       sessions_(sessions),
@@ -224,4 +224,4 @@ void TaskRunner::reap() {
   }
 }
 
-}  // namespace server
+}  // namespace mcp

@@ -1,4 +1,4 @@
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 
 #include "jsonrpc/errors.h"
 
-namespace server {
+namespace mcp {
 namespace {
 
 using jsonrpc::json;
@@ -68,8 +68,8 @@ std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
 }
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
-                         SessionManager& sessions, const tools::ToolRegistry& tools,
-                         ExecutionSlots& task_threads)
+                         server::SessionManager& sessions, const tools::ToolRegistry& tools,
+                         server::ExecutionSlots& task_threads)
     : owner_(std::move(owner)),
       config_(config),
       sessions_(sessions),
@@ -278,4 +278,4 @@ void McpEndpoint::close() {
 
 McpEndpoint::~McpEndpoint() { tasks_.shutdown(); }
 
-}  // namespace server
+}  // namespace mcp

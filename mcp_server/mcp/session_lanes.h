@@ -14,7 +14,7 @@
 
 #include "common/cancel_token.h"
 
-namespace server {
+namespace mcp {
 
 class SessionLanes {
  public:
@@ -65,4 +65,4 @@ class SessionLanes {
   std::unordered_map<std::string, std::deque<std::uint64_t>> lines_;
 };
 
-}  // namespace server
+}  // namespace mcp

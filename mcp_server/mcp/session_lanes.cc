@@ -1,8 +1,8 @@
-#include "server/session_lanes.h"
+#include "mcp/session_lanes.h"
 
 #include <algorithm>
 
-namespace server {
+namespace mcp {
 
 SessionLanes::Place SessionLanes::enqueue(const std::string& key) {
   if (key.empty()) return Place();
@@ -50,4 +50,4 @@ void SessionLanes::Place::leave() noexcept {
   lanes_ = nullptr;
 }
 
-}  // namespace server
+}  // namespace mcp

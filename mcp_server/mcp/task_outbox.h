@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace server {
+namespace mcp {
 
 class TaskOutbox {
  public:
@@ -87,4 +87,4 @@ class TaskOutbox {
   std::size_t dropped_ = 0;
 };
 
-}  // namespace server
+}  // namespace mcp

@@ -17,7 +17,7 @@
 
 #include "common/cancel_token.h"
 
-namespace server {
+namespace mcp {
 
 enum class TaskStatus { kWorking, kCompleted, kFailed, kCancelled };
 
@@ -108,4 +108,4 @@ class TaskStore {
   std::map<std::string, Record> tasks_;
 };
 
-}  // namespace server
+}  // namespace mcp

@@ -1,4 +1,4 @@
-#include "server/session_resources.h"
+#include "mcp/session_resources.h"
 
 #include <algorithm>
 #include <array>
@@ -9,7 +9,7 @@
 #include "jsonrpc/errors.h"
 #include "server/sandbox_uri.h"
 
-namespace server {
+namespace mcp {
 namespace {
 
 using json = nlohmann::json;
@@ -40,9 +40,9 @@ constexpr std::array<MimeByExtension, 18> kMimeTypes{{
     {".parquet", "application/vnd.apache.parquet"},
 }};
 
-std::string rangeUri(const SandboxUri& where, std::uint64_t offset, std::uint64_t length) {
-  return makeSandboxUri(where.session_id, where.path) + "?offset=" + std::to_string(offset) +
-         "&length=" + std::to_string(length);
+std::string rangeUri(const server::SandboxUri& where, std::uint64_t offset, std::uint64_t length) {
+  return server::makeSandboxUri(where.session_id, where.path) +
+         "?offset=" + std::to_string(offset) + "&length=" + std::to_string(length);
 }
 
 }  // namespace
@@ -64,7 +64,7 @@ std::string guessMimeType(const std::string& path, bool is_utf8) {
 json SessionResources::listTemplates() const {
   return json{
       {"resourceTemplates",
-       json::array({{{"uriTemplate", std::string(kSandboxUriTemplate)},
+       json::array({{{"uriTemplate", std::string(server::kSandboxUriTemplate)},
                      {"name", "session-file"},
                      {"title", "File in a sandbox session"},
                      {"description",
@@ -92,10 +92,10 @@ json SessionResources::read(const std::string& owner, const json& params) const 
                          "sandbox://SESSION/workspace/file.txt)");
   }
   const std::string& uri = uri_field->get_ref<const std::string&>();
-  SandboxUri where;
+  server::SandboxUri where;
   try {
-    where = parseSandboxUri(uri);
-  } catch (const SandboxUriError& e) {
+    where = server::parseSandboxUri(uri);
+  } catch (const server::SandboxUriError& e) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, e.what(), json{{"uri", uri}});
   }
   const auto max_read = static_cast<std::uint64_t>(config_.resources.max_read_bytes);
@@ -104,7 +104,7 @@ json SessionResources::read(const std::string& owner, const json& params) const 
   sandbox::FileRange range;
   try {
     auto session = sessions_.find(owner, where.session_id);
-    SessionUse use(session);
+    server::SessionUse use(session);
     range = session->sandbox().readFileRange(where.path, offset, static_cast<std::size_t>(wanted));
   } catch (const sandbox::SandboxError& e) {
     throw jsonrpc::Error(kResourceNotFound, std::string("Resource not found: ") + e.what(),
@@ -136,4 +136,4 @@ json SessionResources::read(const std::string& owner, const json& params) const 
   return json{{"contents", json::array({std::move(contents)})}};
 }
 
-}  // namespace server
+}  // namespace mcp

@@ -12,22 +12,22 @@
 #include "config/config.h"
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
-#include "server/cancellable_requests.h"
+#include "mcp/cancellable_requests.h"
+#include "mcp/session_lanes.h"
+#include "mcp/session_resources.h"
+#include "mcp/task_runner.h"
 #include "server/execution_slots.h"
-#include "server/session_lanes.h"
 #include "server/session_manager.h"
-#include "server/session_resources.h"
-#include "server/task_runner.h"
 #include "tools/tool_registry.h"
 
-namespace server {
+namespace mcp {
 
 inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
 [[nodiscard]] bool isSupportedProtocolVersion(const std::string& version);
 
 class McpServer : public jsonrpc::EndpointFactory {
  public:
-  McpServer(const config::ServerConfig& config, SessionManager& sessions,
+  McpServer(const config::ServerConfig& config, server::SessionManager& sessions,
             const tools::ToolRegistry& tools)
       : config_(config),
         sessions_(sessions),
@@ -38,15 +38,16 @@ class McpServer : public jsonrpc::EndpointFactory {
 
  private:
   const config::ServerConfig& config_;
-  SessionManager& sessions_;
+  server::SessionManager& sessions_;
   const tools::ToolRegistry& tools_;
-  ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
+  server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
 };
 
 class McpEndpoint : public jsonrpc::Endpoint {
  public:
-  McpEndpoint(std::string owner, const config::ServerConfig& config, SessionManager& sessions,
-              const tools::ToolRegistry& tools, ExecutionSlots& task_threads);
+  McpEndpoint(std::string owner, const config::ServerConfig& config,
+              server::SessionManager& sessions, const tools::ToolRegistry& tools,
+              server::ExecutionSlots& task_threads);
   ~McpEndpoint() override;
 
   std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
@@ -78,7 +79,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
 
   const std::string owner_;
   const config::ServerConfig& config_;
-  SessionManager& sessions_;
+  server::SessionManager& sessions_;
   const tools::ToolRegistry& tools_;
   SessionResources resources_;
   jsonrpc::Dispatcher dispatcher_;
@@ -94,4 +95,4 @@ class McpEndpoint : public jsonrpc::Endpoint {
   TaskRunner tasks_;
 };
 
-}  // namespace server
+}  // namespace mcp

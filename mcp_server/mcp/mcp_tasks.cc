@@ -1,10 +1,10 @@
 // McpEndpoint's part of MCP tasks: starting a task-augmented tools/call and the tasks/* methods.
 // The work itself is TaskRunner's.
 #include "jsonrpc/errors.h"
-#include "server/mcp_server.h"
+#include "mcp/mcp_server.h"
 #include "tools/schema_validator.h"
 
-namespace server {
+namespace mcp {
 
 using jsonrpc::json;
 
@@ -59,4 +59,4 @@ void McpEndpoint::registerTaskMethods() {
   });
 }
 
-}  // namespace server
+}  // namespace mcp
