@@ -18,7 +18,8 @@ add_library(mcp_server_sessions STATIC
   server/sandbox_uri.cc
   server/server_endpoints.cc
   server/session.cc
-  server/session_manager.cc
+  server/session_factory.cc
+  server/session_registry.cc
   server/volume_policy.cc
   server/warm_pool.cc)
 target_link_libraries(mcp_server_sessions

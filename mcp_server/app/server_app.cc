@@ -28,7 +28,7 @@
 #include "sandbox/docker/runtime_probe.h"
 #include "sandbox/process_sidecar.h"
 #include "sandbox/runtime_dir.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 #include "transport/http_transport.h"
 #include "transport/stdio_transport.h"
@@ -253,8 +253,9 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
 
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
-  server::SessionManager sessions(cfg, backend, services);
-  spdlog::info("sandboxes use runtime {} and image {}", sessions.resolveRuntime(),
+  server::SessionRegistry sessions(
+      cfg, std::make_unique<server::SessionFactory>(cfg, backend, services));
+  spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
                cfg.sandbox.image);
   auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry);
   if (cfg.pool.size > 0) {

@@ -68,7 +68,7 @@ std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
 }
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
-                         server::SessionManager& sessions, const tools::ToolRegistry& tools,
+                         server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                          server::ExecutionSlots& task_threads)
     : owner_(std::move(owner)),
       config_(config),

@@ -17,7 +17,7 @@
 #include "mcp/session_resources.h"
 #include "mcp/task_runner.h"
 #include "server/execution_slots.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/tool_registry.h"
 
 namespace mcp {
@@ -27,7 +27,7 @@ inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
 
 class McpServer : public jsonrpc::EndpointFactory {
  public:
-  McpServer(const config::ServerConfig& config, server::SessionManager& sessions,
+  McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
             const tools::ToolRegistry& tools)
       : config_(config),
         sessions_(sessions),
@@ -38,7 +38,7 @@ class McpServer : public jsonrpc::EndpointFactory {
 
  private:
   const config::ServerConfig& config_;
-  server::SessionManager& sessions_;
+  server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
   server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
 };
@@ -46,7 +46,7 @@ class McpServer : public jsonrpc::EndpointFactory {
 class McpEndpoint : public jsonrpc::Endpoint {
  public:
   McpEndpoint(std::string owner, const config::ServerConfig& config,
-              server::SessionManager& sessions, const tools::ToolRegistry& tools,
+              server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
               server::ExecutionSlots& task_threads);
   ~McpEndpoint() override;
 
@@ -79,7 +79,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
 
   const std::string owner_;
   const config::ServerConfig& config_;
-  server::SessionManager& sessions_;
+  server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
   SessionResources resources_;
   jsonrpc::Dispatcher dispatcher_;

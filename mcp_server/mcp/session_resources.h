@@ -8,7 +8,7 @@
 #include <string>
 
 #include "config/config.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 
 namespace mcp {
 
@@ -17,7 +17,7 @@ inline constexpr int kResourceNotFound = -32002;
 
 class SessionResources {
  public:
-  SessionResources(server::SessionManager& sessions, const config::ServerConfig& config)
+  SessionResources(server::SessionRegistry& sessions, const config::ServerConfig& config)
       : sessions_(sessions), config_(config) {}
 
   [[nodiscard]] nlohmann::json listTemplates() const;
@@ -27,7 +27,7 @@ class SessionResources {
   [[nodiscard]] nlohmann::json read(const std::string& owner, const nlohmann::json& params) const;
 
  private:
-  server::SessionManager& sessions_;
+  server::SessionRegistry& sessions_;
   const config::ServerConfig& config_;
 };
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "jsonrpc/errors.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 
 namespace mcp {
 namespace {
@@ -57,7 +57,7 @@ json cancelledBeforeStart() {
 }  // namespace
 
 TaskRunner::TaskRunner(const std::string& owner, const config::ServerConfig& config,
-                       server::SessionManager& sessions, const tools::ToolRegistry& tools,
+                       server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                        SessionLanes& lanes, server::ExecutionSlots& threads)
     : owner_(owner),
       config_(config),

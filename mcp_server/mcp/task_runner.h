@@ -25,7 +25,7 @@
 #include "tools/tool_registry.h"
 
 namespace server {
-class SessionManager;
+class SessionRegistry;
 }  // namespace server
 
 namespace mcp {
@@ -35,7 +35,7 @@ class TaskRunner {
   using json = nlohmann::json;
 
   TaskRunner(const std::string& owner, const config::ServerConfig& config,
-             server::SessionManager& sessions, const tools::ToolRegistry& tools,
+             server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
              SessionLanes& lanes, server::ExecutionSlots& threads);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
@@ -79,7 +79,7 @@ class TaskRunner {
 
   const std::string owner_;
   const config::ServerConfig& config_;
-  server::SessionManager& sessions_;
+  server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
   SessionLanes& lanes_;
   server::ExecutionSlots& threads_;

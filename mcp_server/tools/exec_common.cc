@@ -4,7 +4,7 @@
 
 #include "common/random_id.h"
 #include "server/sandbox_uri.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/output_forwarder.h"
 #include "tools/session_options.h"
 

@@ -12,7 +12,7 @@
 #include "config/config.h"
 
 namespace server {
-class SessionManager;
+class SessionRegistry;
 }
 
 namespace tools {
@@ -59,7 +59,7 @@ struct ToolResult {
 struct ToolContext {
   const std::string& owner;  // the MCP client connection; sessions are scoped to it
   CancelToken& cancel;
-  server::SessionManager& sessions;
+  server::SessionRegistry& sessions;
   const config::ServerConfig& config;
   // Sends an MCP notification to the client for this request (progress, log lines); may be empty.
   std::function<void(const json& notification)> notify;

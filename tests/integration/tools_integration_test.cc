@@ -5,7 +5,7 @@
 #include "config/config.h"
 #include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace {
@@ -31,7 +31,8 @@ class ToolsIntegration : public ::testing::Test {
 
   ToolsIntegration() {
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, *backend);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, *backend));
     mcp = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = mcp->open("integration");
     jsonrpc::RequestContext ctx;
@@ -77,7 +78,7 @@ class ToolsIntegration : public ::testing::Test {
   static inline sandbox::docker::DockerBackend* backend = nullptr;
   config::ServerConfig cfg;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::SessionRegistry> sessions;
   std::unique_ptr<mcp::McpServer> mcp;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;

@@ -30,7 +30,8 @@ class QueuedCancelTest : public ::testing::Test {
   QueuedCancelTest() {
     cfg.pool.size = 0;
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, backend);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, backend));
     int to_server[2];
     int from_server[2];
     if (::pipe2(to_server, O_CLOEXEC) != 0 || ::pipe2(from_server, O_CLOEXEC) != 0) std::abort();
@@ -125,7 +126,7 @@ class QueuedCancelTest : public ::testing::Test {
   config::ServerConfig cfg;
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::SessionRegistry> sessions;
 
  private:
   int server_in_ = -1, client_out_ = -1, client_in_ = -1, server_out_ = -1;

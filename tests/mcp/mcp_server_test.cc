@@ -20,7 +20,8 @@ class McpServerTest : public ::testing::Test {
     cfg.sessions.max_sessions = 3;
     cfg.pool.size = 0;  // these tests count creations; WarmPoolTest covers the pool
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, backend);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, backend));
     server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = server->open("owner-a");
   }
@@ -45,7 +46,7 @@ class McpServerTest : public ::testing::Test {
   config::ServerConfig cfg;
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::SessionRegistry> sessions;
   std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
@@ -338,7 +339,7 @@ TEST_F(McpServerTest, OutputIsStreamedAsLogMessagesAtInfo) {
 
 TEST_F(McpServerTest, ExecutionLimitGivesBusyErrorAtOnce) {
   cfg.execution.max_concurrent = 1;
-  server::SessionManager limited(cfg, backend);
+  server::SessionRegistry limited(cfg, std::make_unique<server::SessionFactory>(cfg, backend));
   mcp::McpServer limited_server(cfg, limited, registry);
   auto ep = limited_server.open("owner-c");
   initialize(*ep);

@@ -39,7 +39,8 @@ class McpTasksTest : public ::testing::Test {
     cfg.pool.size = 0;
     cfg.tasks.max_per_client = 4;
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, backend);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, backend));
     server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = open("owner-a");
   }
@@ -68,7 +69,7 @@ class McpTasksTest : public ::testing::Test {
   config::ServerConfig cfg;
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::SessionRegistry> sessions;
   std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   std::atomic<int> next_id{0};

@@ -18,7 +18,8 @@ class FairShare : public ::testing::Test {
   void start() {
     cfg.pool.size = 0;
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, backend);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, backend));
     server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     greedy = server->open("client-greedy");
     polite = server->open("client-polite");
@@ -51,7 +52,7 @@ class FairShare : public ::testing::Test {
   config::ServerConfig cfg;
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::SessionRegistry> sessions;
   std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> greedy;
   std::shared_ptr<jsonrpc::Endpoint> polite;

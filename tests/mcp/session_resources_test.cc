@@ -93,7 +93,8 @@ class SessionResourcesTest : public ::testing::Test {
     cfg.pool.size = 0;
     cfg.resources.max_read_bytes = 1024;
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, backend);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, backend));
     server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     alice = server->open("alice");
     mallory = server->open("mallory");
@@ -137,7 +138,7 @@ class SessionResourcesTest : public ::testing::Test {
   config::ServerConfig cfg;
   testing_support::FakeBackend backend;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
+  std::unique_ptr<server::SessionRegistry> sessions;
   std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> alice;
   std::shared_ptr<jsonrpc::Endpoint> mallory;
