@@ -44,7 +44,7 @@ add_library(mcp_tools STATIC
   tools/tool_registry.cc
   tools/upload_file.cc)
 target_link_libraries(mcp_tools
-  PUBLIC mcp_server_sessions mcp_jsonrpc
+  PUBLIC mcp_server_sessions
   PRIVATE project_warnings project_sanitizers)
 
 # mcp_protocol: the MCP protocol above the tools: lifecycle, tools/call, tasks, resources,
@@ -56,7 +56,8 @@ add_library(mcp_protocol STATIC
   mcp/session_lanes.cc
   mcp/session_resources.cc
   mcp/task_runner.cc
-  mcp/task_store.cc)
+  mcp/task_store.cc
+  mcp/tool_wire.cc)
 target_link_libraries(mcp_protocol
   PUBLIC mcp_tools mcp_jsonrpc
   PRIVATE project_warnings project_sanitizers)

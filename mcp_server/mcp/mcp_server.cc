@@ -5,6 +5,7 @@
 #include <array>
 
 #include "jsonrpc/errors.h"
+#include "mcp/tool_wire.h"
 
 namespace mcp {
 namespace {
@@ -48,7 +49,7 @@ std::string sessionKey(const json& params) {
 
 // The answer to a tools/call cancelled before its turn came: it ran nothing.
 json cancelledBeforeItRan(const std::string& lane_key) {
-  return tools::toCallResult(tools::ToolResult::failure(
+  return toCallResult(tools::ToolResult::failure(
       lane_key.empty()
           ? "The call was cancelled before it started."
           : "The call was cancelled while it waited for an earlier call to the same session."));
@@ -75,7 +76,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
       sessions_(sessions),
       tools_(tools),
       resources_(sessions, config),
-      tasks_(owner_, config, sessions, tools, lanes_, task_threads) {
+      tasks_(owner_, config, sessions, lanes_, task_threads) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
@@ -198,25 +199,29 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   auto place = lanes_.enqueue(lane_key);
   if (!place.waitTurn(cancel)) return cancelledBeforeItRan(lane_key);
 
-  json progress_token = nullptr;
-  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
-    progress_token = meta->value("progressToken", json(nullptr));
+  const tools::Tool* tool = tools_.find(name->get<std::string>());
+  if (tool == nullptr) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams, "Unknown tool: " + name->get<std::string>() +
+                                                      " (available: " + tools_.names() + ")");
   }
-  tools::ToolContext ctx{owner_, cancel, sessions_, config_, call.transport.notify, progress_token};
-  ctx.client_logs_output = clientLogsOutput();
+  RequestUpdates updates(call.transport.notify, progressToken(params), clientLogsOutput());
+  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates};
   const auto started = std::chrono::steady_clock::now();
-  json result = tools_.call(name->get<std::string>(), arguments, ctx);
+  tools::ToolResult result = tools::callTool(*tool, arguments, ctx);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", name->get<std::string>(), ms,
-                result.value("isError", false));
-  result["_meta"][std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
-  if (result.value("isError", false)) {
-    clientLog(
-        call.transport, "warning",
-        name->get<std::string>() + " failed: " + result["content"][0]["text"].get<std::string>());
-  }
-  return result;
+  spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool->spec.name, ms,
+                result.is_error);
+  result.meta[std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
+  if (result.is_error)
+    clientLog(call.transport, "warning", tool->spec.name + " failed: " + result.text);
+  return toCallResult(std::move(result));
+}
+
+json McpEndpoint::progressToken(const json& params) {
+  const auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return nullptr;
+  return meta->value("progressToken", json(nullptr));
 }
 
 std::shared_ptr<CancelToken> McpEndpoint::cancelTokenFor(jsonrpc::CallContext& call) {

@@ -70,6 +70,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
   // The request's cancel token: the one the transport admitted, else one registered now (a batch
   // element, a direct handle() call) for as long as the caller keeps it.
   [[nodiscard]] std::shared_ptr<CancelToken> cancelTokenFor(jsonrpc::CallContext& call);
+  // The request's params._meta.progressToken, or null.
+  [[nodiscard]] static jsonrpc::json progressToken(const jsonrpc::json& params);
   [[nodiscard]] bool clientLogsOutput() const;
   jsonrpc::json setLogLevel(const jsonrpc::json& params);
   void cancelled(const jsonrpc::json& params);

@@ -25,14 +25,10 @@ json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const j
     std::lock_guard lock(mutex_);
     if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
   }
-  json progress_token = nullptr;
-  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
-    progress_token = meta->value("progressToken", json(nullptr));
-  }
   TaskRunner::Start start{tool,
                           arguments,
                           params.at("task"),
-                          std::move(progress_token),
+                          progressToken(params),
                           std::move(lane_key),
                           clientLogsOutput(),
                           call.transport.notify_outlives_request ? call.transport.notify : nullptr};

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "jsonrpc/errors.h"
+#include "mcp/tool_wire.h"
 #include "server/session_registry.h"
 
 namespace mcp {
@@ -50,19 +51,18 @@ std::optional<std::int64_t> requestedTtl(const json& task_params) {
 }
 
 json cancelledBeforeStart() {
-  return tools::toCallResult(tools::ToolResult::failure(
+  return toCallResult(tools::ToolResult::failure(
       "The task was cancelled before it started; nothing ran. The session is unchanged."));
 }
 
 }  // namespace
 
 TaskRunner::TaskRunner(const std::string& owner, const config::ServerConfig& config,
-                       server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
-                       SessionLanes& lanes, server::ExecutionSlots& threads)
+                       server::SessionRegistry& sessions, SessionLanes& lanes,
+                       server::ExecutionSlots& threads)
     : owner_(owner),
       config_(config),
       sessions_(sessions),
-      tools_(tools),
       lanes_(lanes),
       threads_(threads),
       store_(limitsFrom(config)) {}
@@ -99,7 +99,7 @@ json TaskRunner::start(Start request) {
         });
   } catch (const std::system_error& e) {
     spdlog::error("task {}: cannot start a thread: {}", running->id, e.what());
-    store_.finish(running->id, tools::toCallResult(tools::ToolResult::failure(
+    store_.finish(running->id, toCallResult(tools::ToolResult::failure(
                                    std::string("The server could not start the task (") + e.what() +
                                    "); retry later, or call without params.task.")));
     running->done = true;
@@ -129,13 +129,13 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const tools::Tool& to
       tagged["params"]["_meta"][kRelatedTaskMetaKey] = {{"taskId", id}};
       outbox->send(tagged);
     };
-    tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, notify, progress_token};
-    ctx.client_logs_output = client_logs_output;
+    RequestUpdates updates(notify, progress_token, client_logs_output);
+    tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, updates};
     try {
-      result = tools_.call(tool.spec.name, arguments, ctx);
-    } catch (const std::exception& e) {  // jsonrpc::Error cannot happen: the tool exists
-      result = tools::toCallResult(tools::ToolResult::failure(std::string("Internal error in ") +
-                                                              tool.spec.name + ": " + e.what()));
+      result = toCallResult(tools::callTool(tool, arguments, ctx));
+    } catch (const std::exception& e) {  // callTool catches the tool's own; this is rendering
+      result = toCallResult(tools::ToolResult::failure(std::string("Internal error in ") +
+                                                       tool.spec.name + ": " + e.what()));
     }
   }
   place.leave();  // the session's next call may start

@@ -35,8 +35,8 @@ class TaskRunner {
   using json = nlohmann::json;
 
   TaskRunner(const std::string& owner, const config::ServerConfig& config,
-             server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
-             SessionLanes& lanes, server::ExecutionSlots& threads);
+             server::SessionRegistry& sessions, SessionLanes& lanes,
+             server::ExecutionSlots& threads);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -80,7 +80,6 @@ class TaskRunner {
   const std::string owner_;
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
-  const tools::ToolRegistry& tools_;
   SessionLanes& lanes_;
   server::ExecutionSlots& threads_;
   TaskStore store_;
