@@ -1,22 +1,34 @@
-# mcp_core: configuration, the MCP protocol layer, sessions and the built-in tools.
+# mcp_core: configuration. The layers above it have a target per folder, each depending only
+# on the ones below: mcp_protocol (mcp/) -> mcp_tools (tools/) -> mcp_server_sessions (server/)
+# -> mcp_sandbox (sandbox/).
 add_library(mcp_core STATIC
   config/config.cc
   config/weakenings.cc
+)
+target_include_directories(mcp_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(mcp_core
+  PUBLIC mcp_common policy nlohmann_json::nlohmann_json spdlog::spdlog
+  PRIVATE project_warnings project_sanitizers)
+
+# mcp_server_sessions: the sandbox sessions: registry, creation, warm pool, limits, the MCP
+# egress gateway of a session. Knows nothing of tools or of the MCP protocol.
+add_library(mcp_server_sessions STATIC
   server/audit_tally.cc
-  server/cancellable_requests.cc
   server/mcp_gateway.cc
-  server/mcp_server.cc
   server/sandbox_uri.cc
-  server/mcp_tasks.cc
-  server/session.cc
-  server/session_lanes.cc
-  server/session_manager.cc
-  server/session_resources.cc
   server/server_endpoints.cc
-  server/task_runner.cc
-  server/task_store.cc
-  server/warm_pool.cc
+  server/session.cc
+  server/session_factory.cc
+  server/session_registry.cc
   server/volume_policy.cc
+  server/warm_pool.cc)
+target_link_libraries(mcp_server_sessions
+  PUBLIC mcp_core mcp_common mcp_sandbox policy nlohmann_json::nlohmann_json spdlog::spdlog
+         Threads::Threads
+  PRIVATE project_warnings project_sanitizers)
+
+# mcp_tools: one file per built-in tool, their registry and argument validation.
+add_library(mcp_tools STATIC
   tools/cleanup_session.cc
   tools/download_file.cc
   tools/exec_common.cc
@@ -31,10 +43,23 @@ add_library(mcp_core STATIC
   tools/session_options.cc
   tools/tool_registry.cc
   tools/upload_file.cc)
-target_include_directories(mcp_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(mcp_core
-  PUBLIC mcp_jsonrpc mcp_common mcp_sandbox policy nlohmann_json::nlohmann_json spdlog::spdlog
-         Threads::Threads
+target_link_libraries(mcp_tools
+  PUBLIC mcp_server_sessions
+  PRIVATE project_warnings project_sanitizers)
+
+# mcp_protocol: the MCP protocol above the tools: lifecycle, tools/call, tasks, resources,
+# logging, cancellation; McpServer is the EndpointFactory the transports serve.
+add_library(mcp_protocol STATIC
+  mcp/cancellable_requests.cc
+  mcp/mcp_server.cc
+  mcp/mcp_tasks.cc
+  mcp/session_lanes.cc
+  mcp/session_resources.cc
+  mcp/task_runner.cc
+  mcp/task_store.cc
+  mcp/tool_wire.cc)
+target_link_libraries(mcp_protocol
+  PUBLIC mcp_tools mcp_jsonrpc
   PRIVATE project_warnings project_sanitizers)
 
 # mcp_app: command line and wiring of the concrete backend and transports.
@@ -47,7 +72,7 @@ embed_text(${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
 add_library(mcp_app STATIC app/cli_options.cc app/server_app.cc
             ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h)
 target_include_directories(mcp_app PRIVATE ${APP_GENERATED_DIR})
-target_link_libraries(mcp_app PUBLIC mcp_core mcp_sandbox mcp_transport
+target_link_libraries(mcp_app PUBLIC mcp_protocol mcp_sandbox mcp_transport
                       PRIVATE project_warnings project_sanitizers)
 
 add_executable(sandbox-mcp main.cc)

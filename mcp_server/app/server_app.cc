@@ -22,13 +22,13 @@
 #include "app/sandbox_mcp_source.h"
 #include "config/config.h"
 #include "config/weakenings.h"
+#include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sidecar.h"
 #include "sandbox/docker/runtime_probe.h"
 #include "sandbox/process_sidecar.h"
 #include "sandbox/runtime_dir.h"
-#include "server/mcp_server.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 #include "transport/http_transport.h"
 #include "transport/stdio_transport.h"
@@ -253,10 +253,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
 
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
-  server::SessionManager sessions(cfg, backend, services);
-  spdlog::info("sandboxes use runtime {} and image {}", sessions.resolveRuntime(),
+  server::SessionRegistry sessions(
+      cfg, std::make_unique<server::SessionFactory>(cfg, backend, services));
+  spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
                cfg.sandbox.image);
-  auto mcp = std::make_shared<server::McpServer>(cfg, sessions, registry);
+  auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry);
   if (cfg.pool.size > 0) {
     spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size)",
                  cfg.pool.size);
@@ -268,7 +269,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     transport::StdioTransportOptions stdio_options;
     stdio_options.max_message_bytes = static_cast<std::size_t>(cfg.stdio.max_message_bytes);
     stdio_options.max_worker_threads = max_workers;
-    transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, mcp, stdio_options);
+    transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, protocol, stdio_options);
     signals.onSignal([&] { stdio.stop(); });
     spdlog::info("serving MCP over stdio");
     stdio.run();
@@ -289,7 +290,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);
     http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
     http.max_body_bytes_in_flight = static_cast<std::size_t>(cfg.http.max_body_bytes_in_flight);
-    transport::HttpTransport server(mcp, http);
+    transport::HttpTransport server(protocol, http);
     server.start();
     server_endpoints->set(server::listenerEndpoints(http.address, server.port()));
     signals.onSignal([&] { server.stop(); });

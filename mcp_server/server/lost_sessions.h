@@ -1,6 +1,6 @@
 // Remembers sessions whose sandbox died (agent killed, container killed from outside, OOM, a
 // broken channel), so the next call under the same id says so instead of silently handing out
-// an empty sandbox. Bounded: the oldest entries go first. Not thread-safe (SessionManager's
+// an empty sandbox. Bounded: the oldest entries go first. Not thread-safe (SessionRegistry's
 // mutex guards it).
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace tools {
@@ -24,7 +24,7 @@ Tool makeCleanupSessionTool() {
        {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
                 const auto id = arguments.at("session_id").get<std::string>();
-                if (auto problem = server::SessionManager::checkSessionId(id)) {
+                if (auto problem = server::SessionRegistry::checkSessionId(id)) {
                   return ToolResult::failure(*problem);
                 }
                 if (!ctx.sessions.remove(ctx.owner, id)) {

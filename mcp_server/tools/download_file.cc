@@ -1,6 +1,6 @@
 #include "common/base64.h"
 #include "common/utf8.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace tools {

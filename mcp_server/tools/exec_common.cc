@@ -4,7 +4,7 @@
 
 #include "common/random_id.h"
 #include "server/sandbox_uri.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/output_forwarder.h"
 #include "tools/session_options.h"
 
@@ -294,7 +294,7 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   request.max_output_bytes = static_cast<std::size_t>(ctx.config.execution.max_output_bytes);
   request.save_output_bytes =
       static_cast<std::uint64_t>(ctx.config.execution.max_saved_output_bytes);
-  OutputForwarder forwarder(ctx);
+  OutputForwarder forwarder(ctx.updates);
   request.stream = forwarder.enabled();
   if (kind == sandbox::ExecKind::kPython) {
     request.images.max_count = static_cast<std::size_t>(ctx.config.images.max_per_call);

@@ -1,4 +1,4 @@
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace tools {

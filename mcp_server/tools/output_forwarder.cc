@@ -3,7 +3,7 @@
 namespace tools {
 
 bool OutputForwarder::enabled() const noexcept {
-  return ctx_.notify && (!ctx_.progress_token.is_null() || ctx_.client_logs_output);
+  return updates_.wantsProgress() || updates_.wantsLogs();
 }
 
 sandbox::OutputCallback OutputForwarder::callback() {
@@ -15,23 +15,13 @@ void OutputForwarder::forward(std::string_view stream, std::string_view data) {
   if (data.empty()) return;
   std::lock_guard lock(mutex_);
   bytes_sent_ += data.size();
-  if (!ctx_.progress_token.is_null()) {
-    // progress must grow with every notification: the output bytes so far do. The total is
-    // unknown while the code runs.
+  if (updates_.wantsProgress()) {
+    // progress must grow with every notification: the output bytes so far do.
     std::string message = stream == "stderr" ? "[stderr] " : "";
     message.append(data);
-    ctx_.notify(json{{"jsonrpc", "2.0"},
-                     {"method", "notifications/progress"},
-                     {"params",
-                      {{"progressToken", ctx_.progress_token},
-                       {"progress", bytes_sent_},
-                       {"message", std::move(message)}}}});
+    updates_.progress(bytes_sent_, std::move(message));
   }
-  if (ctx_.client_logs_output) {
-    ctx_.notify(json{{"jsonrpc", "2.0"},
-                     {"method", "notifications/message"},
-                     {"params", {{"level", "info"}, {"logger", stream}, {"data", data}}}});
-  }
+  if (updates_.wantsLogs()) updates_.log(stream, data);
 }
 
 }  // namespace tools

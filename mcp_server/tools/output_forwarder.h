@@ -1,7 +1,8 @@
-// Sends an execution's output to the client while it runs: as notifications/progress when the
-// request carried a progressToken, and as notifications/message (logger "stdout" or "stderr",
-// level info) when the client asked for log messages at info or below. The tool result still
-// carries the whole (capped) output. Thread-safe: the callback runs on the channel's reader.
+// Sends an execution's output to the client while it runs: as progress (the bytes so far, the
+// chunk as its message, "[stderr] " before stderr) when the request asked for progress, and as
+// log lines (logger "stdout" or "stderr") when the client asked for log messages at info or below.
+// The tool result still carries the whole (capped) output. Thread-safe: the callback runs on the
+// channel's reader.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ namespace tools {
 
 class OutputForwarder {
  public:
-  explicit OutputForwarder(const ToolContext& ctx) : ctx_(ctx) {}
+  explicit OutputForwarder(ClientUpdates& updates) : updates_(updates) {}
 
   // Whether the client asked for anything; when false, executions run without output events.
   [[nodiscard]] bool enabled() const noexcept;
@@ -25,7 +26,7 @@ class OutputForwarder {
  private:
   void forward(std::string_view stream, std::string_view data);
 
-  const ToolContext& ctx_;
+  ClientUpdates& updates_;
   std::mutex mutex_;  // keeps notifications in order and progress increasing
   std::uint64_t bytes_sent_ = 0;
 };

@@ -3,6 +3,7 @@
 // model sees isError: true and a message it can act on), never as JSON-RPC errors.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -12,7 +13,7 @@
 #include "config/config.h"
 
 namespace server {
-class SessionManager;
+class SessionRegistry;
 }
 
 namespace tools {
@@ -55,17 +56,30 @@ struct ToolResult {
   }
 };
 
+// What a running tool may tell its client before the result: progress and log lines (an
+// execution's output as it comes). The MCP layer implements it for each request; tools never
+// build notifications themselves. Implementations are thread-safe: the sandbox channel's reader
+// thread calls them.
+class ClientUpdates {
+ public:
+  virtual ~ClientUpdates() = default;
+  // The request carried a progressToken: progress() reaches the client.
+  [[nodiscard]] virtual bool wantsProgress() const noexcept = 0;
+  // The client set logging/setLevel to info or below: log() reaches the client.
+  [[nodiscard]] virtual bool wantsLogs() const noexcept = 0;
+  // `progress` must grow with every call; the total is unknown while the tool runs.
+  virtual void progress(std::uint64_t progress, std::string message) = 0;
+  // One log line at level info from `logger` (e.g. "stdout", "stderr").
+  virtual void log(std::string_view logger, std::string_view text) = 0;
+};
+
 // Everything a handler may use; owned by the caller for the duration of the call.
 struct ToolContext {
   const std::string& owner;  // the MCP client connection; sessions are scoped to it
   CancelToken& cancel;
-  server::SessionManager& sessions;
+  server::SessionRegistry& sessions;
   const config::ServerConfig& config;
-  // Sends an MCP notification to the client for this request (progress, log lines); may be empty.
-  std::function<void(const json& notification)> notify;
-  json progress_token;  // from the request's _meta, or null
-  // The client set logging/setLevel to info or below: execution output is sent as log messages.
-  bool client_logs_output = false;
+  ClientUpdates& updates;
 };
 
 using ToolHandler = std::function<ToolResult(const json& arguments, ToolContext& ctx)>;

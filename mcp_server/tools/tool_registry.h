@@ -11,22 +11,23 @@ namespace tools {
 
 class ToolRegistry {
  public:
+  // Throws std::logic_error when a tool of that name is registered already.
   void add(Tool tool);
 
   // The tools/list result: {"tools": [...]}.
   [[nodiscard]] json list() const;
 
-  // Runs a tool and returns the tools/call result. Throws jsonrpc::Error(-32602) for an unknown
-  // tool; invalid arguments and handler failures become results with isError: true.
-  [[nodiscard]] json call(const std::string& name, const json& arguments, ToolContext& ctx) const;
-
+  // The tool called `name`, or nullptr.
   [[nodiscard]] const Tool* find(const std::string& name) const;
+  // Every tool's name, in registration order, comma-separated (for "unknown tool" messages).
+  [[nodiscard]] std::string names() const;
 
  private:
   std::vector<Tool> tools_;
 };
 
-// Wire form of a result: content + structuredContent + isError.
-[[nodiscard]] json toCallResult(ToolResult result);
+// Runs `tool`: arguments that do not match its input schema, a sandbox::SandboxError and any
+// other exception from the handler become failures (isError) the model can act on. Never throws.
+[[nodiscard]] ToolResult callTool(const Tool& tool, const json& arguments, ToolContext& ctx);
 
 }  // namespace tools

@@ -2,7 +2,7 @@
 #include <string_view>
 
 #include "common/base64.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace tools {

@@ -1,6 +1,6 @@
-// In-process sandbox-mcp (real tools, real SessionManager, real DockerBackend over dockerd with
+// In-process sandbox-mcp (real tools, real SessionRegistry, real DockerBackend over dockerd with
 // runsc) for the build/image/runtime attacks, plus engine look-ups that prove nothing leaked.
-// Each test edits `cfg` before its first call (the SessionManager reads it on use).
+// Each test edits `cfg` before its first call (the SessionRegistry reads it on use).
 #pragma once
 
 #include <arpa/inet.h>
@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "config/config.h"
+#include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/image_builder.h"
-#include "server/mcp_server.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace build_attacks {
@@ -130,8 +130,9 @@ class ServerFixture : public ::testing::Test {
 
   // Starts the server part with the current cfg (call after editing cfg).
   void start() {
-    sessions = std::make_unique<server::SessionManager>(cfg, *backend);
-    mcp = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, *backend));
+    mcp = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = mcp->open("adversarial");
     jsonrpc::RequestContext ctx;
     (void)endpoint->handle({{"jsonrpc", "2.0"},
@@ -165,8 +166,8 @@ class ServerFixture : public ::testing::Test {
   static inline sandbox::docker::DockerBackend* backend = nullptr;
   config::ServerConfig cfg;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> mcp;
+  std::unique_ptr<server::SessionRegistry> sessions;
+  std::unique_ptr<mcp::McpServer> mcp;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
 };

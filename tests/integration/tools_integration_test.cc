@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "config/config.h"
+#include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
-#include "server/mcp_server.h"
-#include "server/session_manager.h"
+#include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 
 namespace {
@@ -31,8 +31,9 @@ class ToolsIntegration : public ::testing::Test {
 
   ToolsIntegration() {
     tools::registerBuiltinTools(registry, cfg);
-    sessions = std::make_unique<server::SessionManager>(cfg, *backend);
-    mcp = std::make_unique<server::McpServer>(cfg, *sessions, registry);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, *backend));
+    mcp = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
     endpoint = mcp->open("integration");
     jsonrpc::RequestContext ctx;
     (void)endpoint->handle({{"jsonrpc", "2.0"},
@@ -77,8 +78,8 @@ class ToolsIntegration : public ::testing::Test {
   static inline sandbox::docker::DockerBackend* backend = nullptr;
   config::ServerConfig cfg;
   tools::ToolRegistry registry;
-  std::unique_ptr<server::SessionManager> sessions;
-  std::unique_ptr<server::McpServer> mcp;
+  std::unique_ptr<server::SessionRegistry> sessions;
+  std::unique_ptr<mcp::McpServer> mcp;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
 };

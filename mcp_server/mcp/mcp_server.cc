@@ -1,0 +1,286 @@
+#include "mcp/mcp_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+
+#include "jsonrpc/errors.h"
+#include "mcp/tool_wire.h"
+
+namespace mcp {
+namespace {
+
+using jsonrpc::json;
+
+constexpr std::array<const char*, 3> kSupportedVersions{"2025-11-25", "2025-06-18", "2025-03-26"};
+constexpr std::array<const char*, 8> kLogLevels{"debug", "info",     "notice", "warning",
+                                                "error", "critical", "alert",  "emergency"};
+
+int logLevelIndex(const std::string& level) {
+  for (std::size_t i = 0; i < kLogLevels.size(); ++i) {
+    if (level == kLogLevels[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const char* kInstructions =
+    "Runs code in isolated, network-less sandboxes (Docker + gVisor). run_code executes Python "
+    "(or JavaScript with language \"javascript\") and keeps state per session (variables "
+    "persist; a trailing expression's value is returned as result). run_shell runs /bin/sh "
+    "commands in the same sandbox. upload_file, download_file and list_files move files in and "
+    "out. Omit session_id on the first call and reuse the returned session_id afterwards; "
+    "cleanup_session ends it. Figures (plt.show(), figures open at the end of a cell, "
+    "display(obj)) come back as images. Output beyond the cap is saved in the sandbox and the "
+    "result links it as sandbox://{session_id}/{path}: read it in ranges with resources/read, "
+    "or with download_file. For long runs raise timeout; clients with MCP tasks can run "
+    "run_code and run_shell as tasks (tasks/get, tasks/result, tasks/cancel) that outlive a "
+    "request timeout. Sandboxes have no network access and cannot install packages from the "
+    "internet.";
+
+// The line a tools/call waits in: the sandbox session its arguments name; empty for none.
+std::string sessionKey(const json& params) {
+  if (!params.is_object()) return {};
+  const auto arguments = params.find("arguments");
+  if (arguments == params.end() || !arguments->is_object()) return {};
+  const auto session = arguments->find("session_id");
+  if (session == arguments->end() || !session->is_string() || session->empty()) return {};
+  return "session\n" + session->get<std::string>();
+}
+
+// The answer to a tools/call cancelled before its turn came: it ran nothing.
+json cancelledBeforeItRan(const std::string& lane_key) {
+  return toCallResult(tools::ToolResult::failure(
+      lane_key.empty()
+          ? "The call was cancelled before it started."
+          : "The call was cancelled while it waited for an earlier call to the same session."));
+}
+
+}  // namespace
+
+bool isSupportedProtocolVersion(const std::string& version) {
+  for (const char* v : kSupportedVersions) {
+    if (version == v) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
+  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_);
+}
+
+McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
+                         server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
+                         server::ExecutionSlots& task_threads)
+    : owner_(std::move(owner)),
+      config_(config),
+      sessions_(sessions),
+      tools_(tools),
+      resources_(sessions, config),
+      tasks_(owner_, config, sessions, lanes_, task_threads) {
+  dispatcher_.onRequest("initialize",
+                        [this](const json& params, auto&) { return initialize(params); });
+  dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
+  dispatcher_.onRequest("tools/list", [this](const json&, auto&) {
+    requireInitialized();
+    return tools_.list();
+  });
+  dispatcher_.onRequest("tools/call", [this](const json& params, jsonrpc::CallContext& call) {
+    return callTool(params, call);
+  });
+  dispatcher_.onRequest("resources/templates/list", [this](const json&, auto&) {
+    requireInitialized();
+    return resources_.listTemplates();
+  });
+  dispatcher_.onRequest("resources/list", [this](const json&, auto&) {
+    requireInitialized();
+    return resources_.list(owner_);
+  });
+  dispatcher_.onRequest("resources/read", [this](const json& params, auto&) {
+    requireInitialized();
+    return resources_.read(owner_, params);
+  });
+  dispatcher_.onRequest("logging/setLevel",
+                        [this](const json& params, auto&) { return setLogLevel(params); });
+  registerTaskMethods();
+  dispatcher_.onNotification("notifications/initialized", [](const json&, auto&) {});
+  dispatcher_.onNotification("notifications/cancelled",
+                             [this](const json& params, auto&) { cancelled(params); });
+}
+
+std::optional<json> McpEndpoint::handle(const json& message, jsonrpc::RequestContext& ctx) {
+  return dispatcher_.handle(message, ctx);
+}
+
+std::string McpEndpoint::orderingKey(const json& message) const {
+  if (!message.is_object() || message.value("method", json()) != "tools/call") return {};
+  const auto params = message.find("params");
+  if (params == message.end()) return {};
+  return sessionKey(*params);
+}
+
+std::shared_ptr<CancelToken> McpEndpoint::admit(const json& message) {
+  if (!message.is_object()) return nullptr;  // a batch: callTool registers its elements
+  const auto id = message.find("id");
+  const auto method = message.find("method");
+  if (id == message.end() || method == message.end()) return nullptr;
+  if (*method != "tools/call" && *method != "tasks/result") return nullptr;
+  return requests_.admit(*id);
+}
+
+std::string McpEndpoint::protocolVersion() const {
+  std::lock_guard lock(mutex_);
+  return protocol_version_;
+}
+
+json McpEndpoint::initialize(const json& params) {
+  const auto requested = params.find("protocolVersion");
+  if (requested == params.end() || !requested->is_string()) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams,
+                         "initialize needs params.protocolVersion (e.g. \"2025-11-25\")");
+  }
+  const std::string version = isSupportedProtocolVersion(requested->get<std::string>())
+                                  ? requested->get<std::string>()
+                                  : kLatestProtocolVersion;
+  {
+    std::lock_guard lock(mutex_);
+    protocol_version_ = version;
+  }
+  const auto client = params.value("clientInfo", json::object());
+  spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
+               client.value("version", "?"), version);
+  return json{
+      {"protocolVersion", version},
+      {"capabilities",
+       {{"tools", {{"listChanged", false}}},
+        {"resources", {{"subscribe", false}, {"listChanged", false}}},
+        {"logging", json::object()},
+        {"tasks",
+         {{"list", json::object()},
+          {"cancel", json::object()},
+          {"requests", {{"tools", {{"call", json::object()}}}}}}}}},
+      {"serverInfo", {{"name", "sandbox-mcp"}, {"title", "Sandbox MCP"}, {"version", "0.1.0"}}},
+      {"instructions", kInstructions}};
+}
+
+void McpEndpoint::requireInitialized() const {
+  std::lock_guard lock(mutex_);
+  if (protocol_version_.empty()) {
+    throw jsonrpc::Error(jsonrpc::kInvalidRequest,
+                         "Server not initialized: send an initialize request first");
+  }
+}
+
+json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
+  requireInitialized();
+  const auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call needs params.name (a string)");
+  }
+  static const json kNoArguments = json::object();
+  const auto given = params.find("arguments");  // referenced, not copied: it may hold a file
+  const json& arguments = given != params.end() ? *given : kNoArguments;
+  if (!arguments.is_object()) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call params.arguments must be an object");
+  }
+  std::string lane_key = sessionKey(params);
+  // Cancelled while it waited in the transport, which then let it past the calls before it: it
+  // must not start a task or take a place in the session's line.
+  if (call.transport.cancel && call.transport.cancel->cancelled()) {
+    return cancelledBeforeItRan(lane_key);
+  }
+  const auto task = params.find("task");
+  if (task != params.end()) {
+    const tools::Tool* tool = tools_.find(name->get<std::string>());
+    if (tool != nullptr) return startTask(*tool, params, arguments, std::move(lane_key), call);
+  }  // an unknown tool gets the usual error below
+  const auto token = cancelTokenFor(call);
+  CancelToken& cancel = *token;
+  // Wait for earlier calls and tasks naming the same session (the transport keeps arrival order).
+  auto place = lanes_.enqueue(lane_key);
+  if (!place.waitTurn(cancel)) return cancelledBeforeItRan(lane_key);
+
+  const tools::Tool* tool = tools_.find(name->get<std::string>());
+  if (tool == nullptr) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams, "Unknown tool: " + name->get<std::string>() +
+                                                      " (available: " + tools_.names() + ")");
+  }
+  RequestUpdates updates(call.transport.notify, progressToken(params), clientLogsOutput());
+  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates};
+  const auto started = std::chrono::steady_clock::now();
+  tools::ToolResult result = tools::callTool(*tool, arguments, ctx);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool->spec.name, ms,
+                result.is_error);
+  result.meta[std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
+  if (result.is_error)
+    clientLog(call.transport, "warning", tool->spec.name + " failed: " + result.text);
+  return toCallResult(std::move(result));
+}
+
+json McpEndpoint::progressToken(const json& params) {
+  const auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return nullptr;
+  return meta->value("progressToken", json(nullptr));
+}
+
+std::shared_ptr<CancelToken> McpEndpoint::cancelTokenFor(jsonrpc::CallContext& call) {
+  if (call.transport.cancel) return call.transport.cancel;
+  auto token = requests_.admit(call.id);
+  if (!token) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+  return token;
+}
+
+bool McpEndpoint::clientLogsOutput() const {
+  std::lock_guard lock(mutex_);
+  return client_log_level_ >= 0 && client_log_level_ <= logLevelIndex("info");
+}
+
+json McpEndpoint::setLogLevel(const json& params) {
+  const std::string level = params.value("level", "");
+  const int index = logLevelIndex(level);
+  if (index < 0) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams,
+                         "logging/setLevel: level must be one of debug, info, notice, warning, "
+                         "error, critical, alert, emergency");
+  }
+  std::lock_guard lock(mutex_);
+  client_log_level_ = index;
+  return json::object();
+}
+
+void McpEndpoint::clientLog(jsonrpc::RequestContext& ctx, const std::string& level,
+                            const std::string& text) {
+  {
+    std::lock_guard lock(mutex_);
+    if (client_log_level_ < 0 || logLevelIndex(level) < client_log_level_) return;
+  }
+  if (!ctx.notify) return;
+  ctx.notify(json{{"jsonrpc", "2.0"},
+                  {"method", "notifications/message"},
+                  {"params", {{"level", level}, {"logger", "sandbox-mcp"}, {"data", text}}}});
+}
+
+void McpEndpoint::cancelled(const json& params) {
+  const auto id = params.find("requestId");
+  if (id == params.end()) return;
+  // False when it finished already, or never existed: nothing to do.
+  if (!requests_.cancel(*id)) return;
+  spdlog::info("request {} cancelled by the client ({})", id->dump(),
+               params.value("reason", "no reason given"));
+}
+
+void McpEndpoint::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  requests_.closeAll();  // running requests, and admitted ones still waiting for their turn
+  tasks_.shutdown();     // cancels and joins the connection's tasks before their sessions go
+  sessions_.closeOwner(owner_);
+}
+
+McpEndpoint::~McpEndpoint() { tasks_.shutdown(); }
+
+}  // namespace mcp

@@ -1,0 +1,100 @@
+// The MCP protocol layer: lifecycle (initialize, ping), tools, tasks, logging/setLevel and
+// cancellation.
+// McpServer is the EndpointFactory transports use; each client connection gets an McpEndpoint
+// whose sandbox sessions belong to it alone. Thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/cancel_token.h"
+#include "config/config.h"
+#include "jsonrpc/dispatcher.h"
+#include "jsonrpc/endpoint.h"
+#include "mcp/cancellable_requests.h"
+#include "mcp/session_lanes.h"
+#include "mcp/session_resources.h"
+#include "mcp/task_runner.h"
+#include "server/execution_slots.h"
+#include "server/session_registry.h"
+#include "tools/tool_registry.h"
+
+namespace mcp {
+
+inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
+[[nodiscard]] bool isSupportedProtocolVersion(const std::string& version);
+
+class McpServer : public jsonrpc::EndpointFactory {
+ public:
+  McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
+            const tools::ToolRegistry& tools)
+      : config_(config),
+        sessions_(sessions),
+        tools_(tools),
+        task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)) {}
+
+  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
+
+ private:
+  const config::ServerConfig& config_;
+  server::SessionRegistry& sessions_;
+  const tools::ToolRegistry& tools_;
+  server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
+};
+
+class McpEndpoint : public jsonrpc::Endpoint {
+ public:
+  McpEndpoint(std::string owner, const config::ServerConfig& config,
+              server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
+              server::ExecutionSlots& task_threads);
+  ~McpEndpoint() override;
+
+  std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
+                                      jsonrpc::RequestContext& ctx) override;
+  void close() override;
+  [[nodiscard]] std::string protocolVersion() const override;
+  // tools/call naming a session_id: calls to one session run in arrival order.
+  [[nodiscard]] std::string orderingKey(const jsonrpc::json& message) const override;
+  // tools/call and tasks/result: cancellable from arrival, also while they wait their turn.
+  [[nodiscard]] std::shared_ptr<CancelToken> admit(const jsonrpc::json& message) override;
+
+ private:
+  jsonrpc::json initialize(const jsonrpc::json& params);
+  jsonrpc::json callTool(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  // A task-augmented tools/call (params.task): answers with the CreateTaskResult at once.
+  jsonrpc::json startTask(const tools::Tool& tool, const jsonrpc::json& params,
+                          const jsonrpc::json& arguments, std::string lane_key,
+                          jsonrpc::CallContext& call);
+  void registerTaskMethods();  // tasks/get, tasks/result, tasks/list, tasks/cancel
+  // The request's cancel token: the one the transport admitted, else one registered now (a batch
+  // element, a direct handle() call) for as long as the caller keeps it.
+  [[nodiscard]] std::shared_ptr<CancelToken> cancelTokenFor(jsonrpc::CallContext& call);
+  // The request's params._meta.progressToken, or null.
+  [[nodiscard]] static jsonrpc::json progressToken(const jsonrpc::json& params);
+  [[nodiscard]] bool clientLogsOutput() const;
+  jsonrpc::json setLogLevel(const jsonrpc::json& params);
+  void cancelled(const jsonrpc::json& params);
+  void requireInitialized() const;
+  // Sends notifications/message to the client when it asked for logs at that level.
+  void clientLog(jsonrpc::RequestContext& ctx, const std::string& level, const std::string& text);
+
+  const std::string owner_;
+  const config::ServerConfig& config_;
+  server::SessionRegistry& sessions_;
+  const tools::ToolRegistry& tools_;
+  SessionResources resources_;
+  jsonrpc::Dispatcher dispatcher_;
+
+  mutable std::mutex mutex_;
+  std::string protocol_version_;
+  int client_log_level_ = -1;  // index into the MCP levels; -1 until logging/setLevel
+  bool closed_ = false;
+  CancellableRequests requests_;  // what notifications/cancelled and close() can reach
+
+  SessionLanes lanes_;  // executions naming one session run one at a time, tasks included
+  // Last: destroyed first, so no task thread outlives the members it uses.
+  TaskRunner tasks_;
+};
+
+}  // namespace mcp

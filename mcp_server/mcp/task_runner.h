@@ -1,0 +1,92 @@
+// Task-augmented tools/call for one client connection (MCP 2025-11-25 tasks): start() answers at
+// once with a CreateTaskResult and runs the tool on a thread of its own; tasks/get, tasks/result,
+// tasks/list and tasks/cancel read and steer the connection's TaskStore. A task keeps its place in
+// its sandbox session's line (SessionLanes), holds an execution slot like any call while it runs,
+// and one of the server's task threads (`threads`) from start to end.
+// Thread-safe. shutdown() (or destruction) cancels every task and joins every thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "common/cancel_token.h"
+#include "config/config.h"
+#include "mcp/session_lanes.h"
+#include "mcp/task_outbox.h"
+#include "mcp/task_store.h"
+#include "server/execution_slots.h"
+#include "tools/tool_registry.h"
+
+namespace server {
+class SessionRegistry;
+}  // namespace server
+
+namespace mcp {
+
+class TaskRunner {
+ public:
+  using json = nlohmann::json;
+
+  TaskRunner(const std::string& owner, const config::ServerConfig& config,
+             server::SessionRegistry& sessions, SessionLanes& lanes,
+             server::ExecutionSlots& threads);
+  ~TaskRunner();
+  TaskRunner(const TaskRunner&) = delete;
+  TaskRunner& operator=(const TaskRunner&) = delete;
+
+  struct Start {
+    const tools::Tool& tool;
+    json arguments;
+    json task_params;      // params.task: {"ttl"?: milliseconds}
+    json progress_token;   // from the request's _meta, or null
+    std::string lane_key;  // the session the call names; empty: a new session
+    bool client_logs_output = false;
+    // Set when notifications may be sent after the request is answered (stdio); else they wait
+    // for a tasks/result stream (TaskOutbox).
+    std::function<void(const json&)> direct_notify;
+  };
+  // Returns the CreateTaskResult. Throws jsonrpc::Error when the task cannot be accepted.
+  json start(Start request);
+
+  json get(const json& params);
+  // Blocks until the task's result is in; its notifications go to `notify` meanwhile (when set).
+  json result(const json& params, const std::function<void(const json&)>& notify,
+              CancelToken& stop);
+  json list(const json& params);
+  json cancel(const json& params);
+
+  void shutdown();
+
+ private:
+  struct Running {
+    std::string id;
+    CancelToken cancel;
+    std::shared_ptr<TaskOutbox> outbox;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  void run(const std::shared_ptr<Running>& task, const tools::Tool& tool, const json& arguments,
+           const json& progress_token, bool client_logs_output, SessionLanes::Place& place);
+  void reap();  // mutex_ held: joins finished threads, forgets tasks the store forgot
+
+  const std::string owner_;
+  const config::ServerConfig& config_;
+  server::SessionRegistry& sessions_;
+  SessionLanes& lanes_;
+  server::ExecutionSlots& threads_;
+  TaskStore store_;
+
+  std::mutex mutex_;
+  bool stopped_ = false;
+  std::unordered_map<std::string, std::shared_ptr<Running>> running_;
+};
+
+}  // namespace mcp

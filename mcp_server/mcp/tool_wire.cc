@@ -1,0 +1,34 @@
+#include "mcp/tool_wire.h"
+
+namespace mcp {
+
+using nlohmann::json;
+
+json toCallResult(tools::ToolResult result) {
+  // Moved, not copied: a result may hold a whole file.
+  json content = json::array({{{"type", "text"}, {"text", std::move(result.text)}}});
+  for (auto& block : result.extra_content) content.push_back(std::move(block));
+  json out{{"content", std::move(content)}, {"isError", result.is_error}};
+  if (!result.is_error) out["structuredContent"] = std::move(result.structured);
+  if (!result.meta.empty()) out["_meta"] = std::move(result.meta);
+  return out;
+}
+
+void RequestUpdates::progress(std::uint64_t progress, std::string message) {
+  if (!wantsProgress()) return;
+  notify_(json{{"jsonrpc", "2.0"},
+               {"method", "notifications/progress"},
+               {"params",
+                {{"progressToken", progress_token_},
+                 {"progress", progress},
+                 {"message", std::move(message)}}}});
+}
+
+void RequestUpdates::log(std::string_view logger, std::string_view text) {
+  if (!wantsLogs()) return;
+  notify_(json{{"jsonrpc", "2.0"},
+               {"method", "notifications/message"},
+               {"params", {{"level", "info"}, {"logger", logger}, {"data", text}}}});
+}
+
+}  // namespace mcp

@@ -1,0 +1,249 @@
+#include "server/session_factory.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+
+namespace server {
+namespace {
+
+using sandbox::SandboxError;
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto logger = [] {
+    auto existing = spdlog::get("sessions");
+    return existing ? existing : spdlog::default_logger()->clone("sessions");
+  }();
+  return logger;
+}
+
+}  // namespace
+
+// One place among the running builds, held for the scope; acquired() false when none was free.
+class SessionFactory::BuildSlot {
+ public:
+  explicit BuildSlot(std::atomic<int>& running) : running_(running) {
+    acquired_ = running_.fetch_add(1) < kMaxConcurrentBuilds;
+    if (!acquired_) running_.fetch_sub(1);
+  }
+  ~BuildSlot() {
+    if (acquired_) running_.fetch_sub(1);
+  }
+  BuildSlot(const BuildSlot&) = delete;
+  BuildSlot& operator=(const BuildSlot&) = delete;
+  [[nodiscard]] bool acquired() const noexcept { return acquired_; }
+
+ private:
+  std::atomic<int>& running_;
+  bool acquired_ = false;
+};
+
+SessionFactory::SessionFactory(const config::ServerConfig& config, sandbox::Backend& backend,
+                               SessionServices services)
+    : config_(config), backend_(backend), services_(std::move(services)) {
+  if (config_.pool.size > 0) {
+    WarmPoolOptions options;
+    options.size = static_cast<std::size_t>(config_.pool.size);
+    options.preload_python = config_.pool.preload_python;
+    pool_ = std::make_unique<WarmPool>(
+        backend_,
+        [this] {
+          auto spec = baseSpec(SessionOptions{});
+          spec.labels["sandbox-mcp.pool"] = "1";
+          return spec;
+        },
+        options);
+  }
+}
+
+SessionFactory::~SessionFactory() { stop(); }
+
+void SessionFactory::stop() noexcept {
+  if (pool_) pool_->stop();
+}
+
+WarmPool::Stats SessionFactory::poolStats() { return pool_ ? pool_->stats() : WarmPool::Stats{}; }
+
+std::string SessionFactory::resolveRuntime() {
+  std::lock_guard lock(runtime_mutex_);
+  if (runtime_) return *runtime_;
+  const auto available = backend_.runtimes();
+  const bool has = [&](const std::string& name) {
+    return std::find(available.begin(), available.end(), name) != available.end();
+  }(config_.sandbox.runtime);
+  if (has) {
+    runtime_ = config_.sandbox.runtime;
+    if (*runtime_ == "runc") {
+      log()->warn("WEAKENED: sandbox.runtime is runc: sandboxes share the host kernel (no gVisor)");
+    }
+  } else if (!config_.sandbox.allow_runc_fallback) {
+    throw SandboxError(
+        "gVisor (runsc) is not registered with the Docker engine, and this server refuses to "
+        "run sandboxes without it: run scripts/setup.sh (it installs runsc and adds it to "
+        "/etc/docker/daemon.json), then retry. (The operator may accept runc instead with "
+        "sandbox.allow_runc_fallback: true, a weakening.)");
+  } else {
+    log()->warn(
+        "WEAKENED: runtime {} is not registered with the engine and sandbox.allow_runc_fallback "
+        "is on: sandboxes run under runc and share the host kernel. Run scripts/setup.sh to "
+        "install gVisor",
+        config_.sandbox.runtime);
+    runtime_ = "runc";
+  }
+  return *runtime_;
+}
+
+sandbox::ImageFacts SessionFactory::checkImageAllowed(const std::string& image,
+                                                      const std::string& what) {
+  const auto facts = backend_.inspectImage(image);
+  if (!facts) {
+    throw SandboxError(what + " '" + image +
+                       "' is not present on the Docker engine and this server never pulls "
+                       "images. Omit it to use " +
+                       config_.sandbox.image + ", or have the operator build or load it.");
+  }
+  const auto policy = sandbox::makeImagePolicy(
+      config_.sandbox.image, config_.sandbox.allowed_images, config_.sandbox.allowed_image_label);
+  const auto decision = sandbox::decideImage(
+      policy, *facts, image, [this](const std::string& id) { return backend_.inspectImage(id); });
+  if (!decision.allowed) throw SandboxError(what + ": " + decision.reason);
+  log()->debug("{} '{}' allowed: {}", what, image, decision.reason);
+  return *facts;
+}
+
+std::string SessionFactory::buildImage(const std::string& dockerfile) {
+  if (!config_.sandbox.allow_dockerfile) {
+    throw SandboxError(
+        "the dockerfile argument is off on this server. Omit it (and use image or the default "
+        "image). The operator can enable it with sandbox.allow_dockerfile: true (\"sandbox\": "
+        "{\"allow_dockerfile\": true} in the config file); builds then run each RUN step under "
+        "gVisor with no network");
+  }
+  // Builds hold CPU and write to the engine's disk: a few at a time, server-wide, whoever asks.
+  const BuildSlot slot(running_builds_);
+  if (!slot.acquired()) {
+    throw SandboxError("busy: " + std::to_string(kMaxConcurrentBuilds) +
+                       " image builds are running on this server; retry in a minute (an "
+                       "identical dockerfile is built once and cached)");
+  }
+  sandbox::BuildRequest request;
+  request.plan = sandbox::parseBuildFile(dockerfile,
+                                         static_cast<std::size_t>(config_.sandbox.build_max_steps));
+  request.base_id = checkImageAllowed(request.plan.from, "dockerfile FROM image").id;
+  request.runtime = config_.sandbox.build_runtime;
+  request.limits = baseLimits();
+  request.timeout = std::chrono::seconds(config_.sandbox.build_timeout_s);
+  request.max_size_mib = config_.sandbox.build_max_size_mib;
+  return backend_.buildImage(request);
+}
+
+std::string SessionFactory::resolveImage(const SessionOptions& options) {
+  if (!options.dockerfile.empty()) return buildImage(options.dockerfile);
+  if (options.image.empty()) return config_.sandbox.image;
+  if (!config_.sandbox.allow_custom_images && options.image != config_.sandbox.image) {
+    throw SandboxError(
+        "the image argument is disabled on this server "
+        "(sandbox.allow_custom_images); omit it to use " +
+        config_.sandbox.image);
+  }
+  (void)checkImageAllowed(options.image, "image");
+  return options.image;
+}
+
+std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
+                                                        const SessionOptions& options) {
+  if (!options.mcp_policy || options.mcp_policy->rules.empty()) return nullptr;
+  if (services_.sidecars == nullptr || services_.runtime_dir == nullptr) {
+    throw SandboxError(
+        "mcp_allowlist is not available on this server (it runs without an MCP sidecar); "
+        "omit mcp_allowlist");
+  }
+  const auto& sidecar = config_.mcp.sidecar;
+  std::vector<std::string> limit_flags = {"--upstream-connect-timeout-ms",
+                                          std::to_string(sidecar.upstream_connect_timeout_ms),
+                                          "--upstream-idle-timeout-ms",
+                                          std::to_string(sidecar.upstream_idle_timeout_ms),
+                                          "--max-concurrent-requests",
+                                          std::to_string(sidecar.max_concurrent_requests),
+                                          "--max-body-bytes",
+                                          std::to_string(sidecar.max_body_bytes),
+                                          "--audit-log-max-bytes",
+                                          std::to_string(sidecar.audit_log_max_bytes)};
+  // The relay writes its socket and audit log there: in a container it runs as sidecar.user,
+  // as a child process it runs as the server.
+  const std::string owner = services_.sidecars->mode() == "container"
+                                ? sidecar.user
+                                : std::to_string(::geteuid()) + ":" + std::to_string(::getegid());
+  return std::make_unique<McpGateway>(
+      *services_.sidecars, services_.runtime_dir->createSessionDir(owner), id, options.mcp_policy,
+      std::move(limit_flags),
+      RetainedAuditLog(config_.mcp.audit_log,
+                       static_cast<std::uint64_t>(config_.mcp.audit_log_max_bytes)),
+      services_.server_endpoints ? services_.server_endpoints->get()
+                                 : std::vector<policy::Endpoint>{});
+}
+
+sandbox::Limits SessionFactory::baseLimits() const {
+  sandbox::Limits limits;
+  limits.memory_mib = config_.sandbox.memory_mib;
+  limits.cpus = config_.sandbox.cpus;
+  limits.pids = config_.sandbox.pids_limit;
+  limits.tmp_size_mib = config_.sandbox.tmp_size_mib;
+  limits.workdir_size_mib = config_.sandbox.workdir_size_mib;
+  return limits;
+}
+
+sandbox::SandboxSpec SessionFactory::baseSpec(const SessionOptions& options) {
+  sandbox::SandboxSpec spec;
+  spec.runtime = resolveRuntime();
+  spec.image = resolveImage(options);
+  spec.environment = options.environment;
+  spec.volumes = options.volumes;
+  spec.limits = baseLimits();
+  spec.user = config_.sandbox.user;
+  spec.workdir = config_.sandbox.workdir;
+  spec.read_only_root = config_.sandbox.read_only_root;
+  spec.python_helper_dir = services_.python_helper_dir;
+  return spec;
+}
+
+std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const std::string& id,
+                                                const SessionOptions& options) {
+  sandbox::SandboxSpec spec = baseSpec(options);
+  spec.labels["sandbox-mcp.session"] = id;
+  auto gateway = openGateway(id, options);
+  if (gateway) {
+    spec.volumes.push_back({gateway->socketDir(), kMcpSocketMount, /*read_only=*/true});
+    spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+  }
+  for (const auto& volume : spec.volumes) {
+    log()->info("session {}: mounting host {} at {} ({})", id, volume.host_path,
+                volume.container_path, volume.read_only ? "ro" : "rw");
+  }
+  // The relay starts while the sandbox is created (both take a container start); the socket
+  // shows up in the already-mounted directory.
+  std::future<void> relay;
+  if (gateway) relay = std::async(std::launch::async, [&gateway] { gateway->start(); });
+  std::unique_ptr<sandbox::Sandbox> sandbox;
+  // A session with a relay needs its socket directory mounted at creation: always cold.
+  if (pool_ && !gateway) sandbox = pool_->take(spec);
+  const bool warm = sandbox != nullptr;
+  try {
+    if (!sandbox) sandbox = backend_.create(spec);
+  } catch (...) {
+    if (relay.valid()) relay.wait();  // the gateway (and its relay) is destroyed on the way out
+    throw;
+  }
+  if (relay.valid()) relay.get();  // a relay that failed fails the session; the sandbox goes too
+  log()->info("session {} {}: container {} image {} runtime {}", id,
+              warm ? "claimed a pooled sandbox" : "created", sandbox->id(), spec.image,
+              spec.runtime);
+  auto session =
+      std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));
+  session->setWarmStart(warm);
+  return session;
+}
+
+}  // namespace server

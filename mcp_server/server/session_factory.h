@@ -1,0 +1,84 @@
+// Turns SessionOptions into a live Session: the sandbox spec from the operator's config, the image
+// (default, an allowed custom one, or a model's Dockerfile built under the image policy), volumes,
+// the MCP relay (McpGateway) when the options carry an mcp_allowlist, and a warm sandbox from the
+// pool when the options allow one. Knows nothing of owners, limits or which sessions exist: that
+// is SessionRegistry's.
+// Thread-safe: create() may run concurrently (each call blocks on the engine, outside any lock).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "sandbox/backend.h"
+#include "sandbox/runtime_dir.h"
+#include "sandbox/sidecar.h"
+#include "server/server_endpoints.h"
+#include "server/session.h"
+#include "server/warm_pool.h"
+
+namespace server {
+
+// What sessions with an mcp_allowlist need besides the backend. Without a launcher, such
+// sessions are refused with an explanation; without python_helper_dir, no helper is mounted.
+struct SessionServices {
+  sandbox::SidecarLauncher* sidecars = nullptr;
+  sandbox::RuntimeDir* runtime_dir = nullptr;
+  std::string python_helper_dir;  // host directory holding sandbox_mcp.py
+  // The server's own listeners, which no session's relay may reach; null: none (stdio).
+  std::shared_ptr<const ServerEndpoints> server_endpoints;
+};
+
+class SessionFactory {
+ public:
+  // Starts the warm pool when config.pool.size > 0.
+  SessionFactory(const config::ServerConfig& config, sandbox::Backend& backend,
+                 SessionServices services = {});
+  ~SessionFactory();  // stop()
+  SessionFactory(const SessionFactory&) = delete;
+  SessionFactory& operator=(const SessionFactory&) = delete;
+
+  // A new session `id` of `owner` with `options`; throws sandbox::SandboxError with text that
+  // says what to change (image not allowed, Dockerfile off, no sidecar, engine errors).
+  [[nodiscard]] std::shared_ptr<Session> create(const std::string& owner, const std::string& id,
+                                                const SessionOptions& options);
+
+  // Runtime new sandboxes get ("runsc" or "runc"), resolved once; throws when runsc is missing
+  // and sandbox.allow_runc_fallback is off.
+  [[nodiscard]] std::string resolveRuntime();
+  // Zeros when the pool is disabled (pool.size 0).
+  [[nodiscard]] WarmPool::Stats poolStats();
+  // Stops the warm pool and destroys its ready sandboxes; create() then always starts cold.
+  void stop() noexcept;
+
+ private:
+  // Image builds running at once, server-wide (each runs gVisor steps and writes image layers).
+  static constexpr int kMaxConcurrentBuilds = 2;
+  class BuildSlot;
+
+  [[nodiscard]] std::string resolveImage(const SessionOptions& options);
+  // The image's facts when the operator's image policy allows it; else a SandboxError saying
+  // what the operator must configure. `what` names the argument ("image", "dockerfile FROM").
+  sandbox::ImageFacts checkImageAllowed(const std::string& image, const std::string& what);
+  // Parses, checks and builds a model's Dockerfile (sandbox.allow_dockerfile only).
+  [[nodiscard]] std::string buildImage(const std::string& dockerfile);
+  [[nodiscard]] sandbox::Limits baseLimits() const;
+  // The spec every session with these options gets, before session-specific labels and mounts.
+  [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options);
+  [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,
+                                                        const SessionOptions& options);
+
+  const config::ServerConfig& config_;
+  sandbox::Backend& backend_;
+  const SessionServices services_;
+
+  std::mutex runtime_mutex_;
+  std::optional<std::string> runtime_;  // resolved once, on first use
+  std::atomic<int> running_builds_{0};
+  std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
+};
+
+}  // namespace server
