@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "jsonrpc/endpoint.h"
@@ -98,7 +99,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     std::optional<json> error;
   };
 
-  // Reading.
+  // JSON-RPC error codes of the answers the connection makes itself, and the MCP session header.
+  static constexpr int kInvalidRequest = -32600;
+  static constexpr int kInternalError = -32603;
+  static constexpr int kServerError = -32000;
+  static constexpr int kSessionNotFound = -32001;
+  static constexpr std::string_view kSessionHeader = "Mcp-Session-Id";
+
+  // Reading (http_connection.cc).
   void doReadHeader();
   void onIdleData(boost::beast::error_code ec, std::size_t bytes);
   void readHeader();
@@ -106,8 +114,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void doReadBody();
   void readMoreBody();
   void onReadBody(boost::beast::error_code ec, std::size_t bytes);
+  [[nodiscard]] bool reserveBody();
 
-  // Routing (strand), and the jobs it hands to the worker pools (worker threads).
+  // Routing (strand; http_connection_routing.cc).
   void handleRequest();
   void handlePost();
   [[nodiscard]] static ParsedBody parseBody(const std::string& body);
@@ -116,6 +125,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
                 std::optional<SessionRegistry::Lease> lease, const std::string& session_id,
                 bool opens_session);
+
+  // Handling: the jobs dispatch() hands to the worker pools (worker threads), and what they send
+  // back to the strand (http_connection_handling.cc).
   void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
                   const std::string& session_id, std::shared_ptr<CancelToken> cancel);
   void runInitialize(std::uint64_t serial, const json& message);
@@ -125,8 +137,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void onSessionClosed(std::uint64_t request_serial);
   void onHandled(std::uint64_t request_serial, std::optional<std::string> result,
                  const std::string& new_session_id);
+  [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
 
-  // Writing.
+  // Writing (strand; http_connection_writing.cc).
   void respondError(boost::beast::http::status status, int code, const std::string& message,
                     const std::vector<std::pair<std::string, std::string>>& headers = {},
                     bool close_after = false);
@@ -143,9 +156,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void drainAndClose();
   void doDrain();
   void closeSocket();
-  [[nodiscard]] bool reserveBody();
-
-  [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
 
   boost::beast::tcp_stream stream_;
   std::shared_ptr<HttpServerContext> context_;
