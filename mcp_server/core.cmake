@@ -1,6 +1,11 @@
 # mcp_core: configuration, the MCP protocol layer, sessions and the built-in tools.
 add_library(mcp_core STATIC
   config/config.cc
+  config/config_to_json.cc
+  config/mcp_sections.cc
+  config/sandbox_sections.cc
+  config/session_sections.cc
+  config/transport_sections.cc
   config/weakenings.cc
   server/audit_tally.cc
   server/cancellable_requests.cc
