@@ -21,13 +21,14 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/worker_pool.h"
 #include "jsonrpc/endpoint.h"
 #include "transport/body_budget.h"
 #include "transport/connection_limiter.h"
 #include "transport/http_request_guard.h"
 #include "transport/http_transport.h"
 #include "transport/session_registry.h"
-#include "transport/worker_pool.h"
+#include "transport/transport_log.h"
 
 namespace transport {
 
@@ -39,9 +40,9 @@ struct HttpServerContext {
       : factory(std::move(endpoint_factory)),
         options(std::move(transport_options)),
         guard(std::move(guard_config)),
-        pool(options.worker_threads, options.max_worker_threads, "http-workers"),
-        control_pool(2, "http-control"),
-        parse_pool(1, 4, "http-parse"),
+        pool(options.worker_threads, options.max_worker_threads, "http-workers", &log()),
+        control_pool(2, "http-control", &log()),
+        parse_pool(1, 4, "http-parse", &log()),
         limiter(std::make_shared<ConnectionLimiter>(options.max_connections,
                                                     options.max_connections_per_address)),
         body_budget(std::make_shared<BodyBudget>(options.max_body_bytes_in_flight)) {}
@@ -50,9 +51,9 @@ struct HttpServerContext {
   HttpTransportOptions options;
   RequestGuardConfig guard;
   SessionRegistry sessions;
-  WorkerPool pool;          // requests: may block for as long as a tool runs
-  WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
-  WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
+  common::WorkerPool pool;          // requests: may block for as long as a tool runs
+  common::WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
+  common::WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
   std::shared_ptr<ConnectionLimiter> limiter;
   std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};

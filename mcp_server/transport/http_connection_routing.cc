@@ -160,7 +160,7 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
     }
   };
   // A cancellation must reach the endpoint even while every request worker is busy.
-  WorkerPool& pool = lightweight ? context_->control_pool : context_->pool;
+  common::WorkerPool& pool = lightweight ? context_->control_pool : context_->pool;
   if (!pool.submit(std::move(job), key, std::move(cancel))) {
     awaiting_handler_ = false;
     respondError(http::status::service_unavailable, kServerError,
