@@ -3,6 +3,11 @@
 # -> mcp_sandbox (sandbox/).
 add_library(mcp_core STATIC
   config/config.cc
+  config/config_to_json.cc
+  config/mcp_sections.cc
+  config/sandbox_sections.cc
+  config/session_sections.cc
+  config/transport_sections.cc
   config/weakenings.cc
 )
 target_include_directories(mcp_core PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})

@@ -25,10 +25,11 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/worker_pool.h"
 #include "sidecar/request_handler.h"
 #include "sidecar/response_sink.h"
 #include "sidecar/sidecar_config.h"
-#include "sidecar/worker_pool.h"
+#include "sidecar/sidecar_log.h"
 
 namespace sidecar {
 
@@ -39,11 +40,11 @@ struct ServerState {
   ServerState(SidecarConfig sidecar_config, HandlerContext handler_context)
       : config(std::move(sidecar_config)),
         handler(std::move(handler_context)),
-        workers(config.max_concurrent_requests) {}
+        workers(config.max_concurrent_requests, "request worker", &log()) {}
 
   const SidecarConfig config;
   const HandlerContext handler;
-  WorkerPool workers;  // one thread per allowed concurrent request: jobs never wait in line
+  common::WorkerPool workers;  // one thread per allowed concurrent request: jobs never wait in line
   std::atomic<std::size_t> active_requests{0};
 
   std::mutex connections_mutex;  // live connections, so that stop() can close them

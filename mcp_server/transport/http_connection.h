@@ -18,15 +18,17 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
+#include "common/worker_pool.h"
 #include "jsonrpc/endpoint.h"
 #include "transport/body_budget.h"
 #include "transport/connection_limiter.h"
 #include "transport/http_request_guard.h"
 #include "transport/http_transport.h"
 #include "transport/session_registry.h"
-#include "transport/worker_pool.h"
+#include "transport/transport_log.h"
 
 namespace transport {
 
@@ -38,9 +40,9 @@ struct HttpServerContext {
       : factory(std::move(endpoint_factory)),
         options(std::move(transport_options)),
         guard(std::move(guard_config)),
-        pool(options.worker_threads, options.max_worker_threads, "http-workers"),
-        control_pool(2, "http-control"),
-        parse_pool(1, 4, "http-parse"),
+        pool(options.worker_threads, options.max_worker_threads, "http-workers", &log()),
+        control_pool(2, "http-control", &log()),
+        parse_pool(1, 4, "http-parse", &log()),
         limiter(std::make_shared<ConnectionLimiter>(options.max_connections,
                                                     options.max_connections_per_address)),
         body_budget(std::make_shared<BodyBudget>(options.max_body_bytes_in_flight)) {}
@@ -49,9 +51,9 @@ struct HttpServerContext {
   HttpTransportOptions options;
   RequestGuardConfig guard;
   SessionRegistry sessions;
-  WorkerPool pool;          // requests: may block for as long as a tool runs
-  WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
-  WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
+  common::WorkerPool pool;          // requests: may block for as long as a tool runs
+  common::WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
+  common::WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
   std::shared_ptr<ConnectionLimiter> limiter;
   std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};
@@ -98,7 +100,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     std::optional<json> error;
   };
 
-  // Reading.
+  // JSON-RPC error codes of the answers the connection makes itself, and the MCP session header.
+  static constexpr int kInvalidRequest = -32600;
+  static constexpr int kInternalError = -32603;
+  static constexpr int kServerError = -32000;
+  static constexpr int kSessionNotFound = -32001;
+  static constexpr std::string_view kSessionHeader = "Mcp-Session-Id";
+
+  // Reading (http_connection.cc).
   void doReadHeader();
   void onIdleData(boost::beast::error_code ec, std::size_t bytes);
   void readHeader();
@@ -106,8 +115,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void doReadBody();
   void readMoreBody();
   void onReadBody(boost::beast::error_code ec, std::size_t bytes);
+  [[nodiscard]] bool reserveBody();
 
-  // Routing (strand), and the jobs it hands to the worker pools (worker threads).
+  // Routing (strand; http_connection_routing.cc).
   void handleRequest();
   void handlePost();
   [[nodiscard]] static ParsedBody parseBody(const std::string& body);
@@ -116,6 +126,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
                 std::optional<SessionRegistry::Lease> lease, const std::string& session_id,
                 bool opens_session);
+
+  // Handling: the jobs dispatch() hands to the worker pools (worker threads), and what they send
+  // back to the strand (http_connection_handling.cc).
   void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
                   const std::string& session_id, std::shared_ptr<CancelToken> cancel);
   void runInitialize(std::uint64_t serial, const json& message);
@@ -125,8 +138,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void onSessionClosed(std::uint64_t request_serial);
   void onHandled(std::uint64_t request_serial, std::optional<std::string> result,
                  const std::string& new_session_id);
+  [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
 
-  // Writing.
+  // Writing (strand; http_connection_writing.cc).
   void respondError(boost::beast::http::status status, int code, const std::string& message,
                     const std::vector<std::pair<std::string, std::string>>& headers = {},
                     bool close_after = false);
@@ -143,9 +157,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void drainAndClose();
   void doDrain();
   void closeSocket();
-  [[nodiscard]] bool reserveBody();
-
-  [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
 
   boost::beast::tcp_stream stream_;
   std::shared_ptr<HttpServerContext> context_;

@@ -34,7 +34,7 @@ StdioTransport::StdioTransport(int in_fd, int out_fd,
       out_fd_(out_fd),
       factory_(std::move(factory)),
       options_(options),
-      pool_(options.worker_threads, options.max_worker_threads, "stdio-workers") {
+      pool_(options.worker_threads, options.max_worker_threads, "stdio-workers", &log()) {
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw std::system_error(errno, std::generic_category(), "stdio transport: pipe2 for stop()");
   }

@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/worker_pool.h"
 #include "jsonrpc/endpoint.h"
-#include "transport/worker_pool.h"
 
 namespace transport {
 
@@ -58,7 +58,7 @@ class StdioTransport {
   std::shared_ptr<jsonrpc::EndpointFactory> factory_;
   StdioTransportOptions options_;
   std::shared_ptr<jsonrpc::Endpoint> endpoint_;
-  WorkerPool pool_;
+  common::WorkerPool pool_;
   int wake_pipe_[2] = {-1, -1};  // stop() writes a byte to unblock poll() in run()
 
   std::mutex write_mutex_;  // one message per line: never interleave writers

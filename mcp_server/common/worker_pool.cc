@@ -1,16 +1,18 @@
-#include "transport/worker_pool.h"
+#include "common/worker_pool.h"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
 #include <system_error>
 #include <utility>
 
-#include "transport/transport_log.h"
+namespace common {
 
-namespace transport {
-
-WorkerPool::WorkerPool(std::size_t min_threads, std::size_t max_threads, std::string name)
+WorkerPool::WorkerPool(std::size_t min_threads, std::size_t max_threads, std::string name,
+                       spdlog::logger* logger)
     : name_(std::move(name)),
+      log_(logger != nullptr ? *logger : *spdlog::default_logger_raw()),
       max_threads_(std::max<std::size_t>({min_threads, max_threads, 1})),
       relay_(std::make_shared<CancelRelay>()) {
   relay_->pool = this;
@@ -98,7 +100,7 @@ void WorkerPool::startWorkerIfNeeded() {
   try {
     threads_.emplace_back([this] { workerLoop(); });
   } catch (const std::system_error& e) {  // out of threads: the queue still drains
-    log().warn("{}: cannot start another worker ({}); the job waits", name_, e.what());
+    log_.warn("{}: cannot start another worker ({}); the job waits", name_, e.what());
   }
 }
 
@@ -131,9 +133,9 @@ void WorkerPool::workerLoop() noexcept {
     try {
       entry.job();
     } catch (const std::exception& e) {
-      log().error("{}: job threw: {}", name_, e.what());
+      log_.error("{}: job threw: {}", name_, e.what());
     } catch (...) {
-      log().error("{}: job threw a non-standard exception", name_);
+      log_.error("{}: job threw a non-standard exception", name_);
     }
     if (entry.key.empty()) continue;
     std::lock_guard lock(mutex_);
@@ -148,4 +150,4 @@ void WorkerPool::workerLoop() noexcept {
   }
 }
 
-}  // namespace transport
+}  // namespace common

@@ -1,4 +1,4 @@
-#include "transport/worker_pool.h"
+#include "common/worker_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ TEST(Unit, WorkerPoolRunsJobsConcurrently) {
   std::promise<void> release_first;
   auto release = release_first.get_future().share();
   std::promise<int> second;
-  transport::WorkerPool pool(2);  // declared last: joined before the promises die
+  common::WorkerPool pool(2);  // declared last: joined before the promises die
   ASSERT_TRUE(pool.submit([&] {
     first_started.set_value();
     release.wait();
@@ -40,7 +40,7 @@ TEST(Unit, WorkerPoolRunsJobsConcurrently) {
 
 TEST(Unit, WorkerPoolShutdownRunsQueuedJobsThenRefuses) {
   std::atomic<int> ran{0};
-  transport::WorkerPool pool(1);
+  common::WorkerPool pool(1);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(pool.submit([&] { ++ran; }));
   pool.shutdown();
   EXPECT_EQ(ran.load(), 20);
@@ -51,7 +51,7 @@ TEST(Unit, WorkerPoolShutdownRunsQueuedJobsThenRefuses) {
 
 TEST(Unit, WorkerPoolSurvivesThrowingJob) {
   std::promise<void> after;
-  transport::WorkerPool pool(1);
+  common::WorkerPool pool(1);
   ASSERT_TRUE(pool.submit([] { throw std::runtime_error("boom"); }));
   ASSERT_TRUE(pool.submit([&] { after.set_value(); }));
   EXPECT_EQ(after.get_future().wait_for(2s), std::future_status::ready);
@@ -62,7 +62,7 @@ TEST(Unit, WorkerPoolGrowsWhenEveryWorkerIsBlocked) {
   std::promise<void> release_all;
   auto release = release_all.get_future().share();
   std::atomic<int> started{0};
-  transport::WorkerPool pool(1, 8);
+  common::WorkerPool pool(1, 8);
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(pool.submit([&] {
       ++started;
@@ -82,7 +82,7 @@ TEST(Unit, WorkerPoolRunsJobsOfOneKeyInOrderOneAtATime) {
   std::vector<int> order;
   std::atomic<int> running_a{0};
   std::atomic<bool> overlapped{false};
-  transport::WorkerPool pool(4, 4);
+  common::WorkerPool pool(4, 4);
   for (int i = 0; i < 50; ++i) {
     ASSERT_TRUE(pool.submit(
         [&, i] {
@@ -131,7 +131,7 @@ TEST(Unit, WorkerPoolRunsACancelledWaitingJobAtOnceAndKeepsTheOthersInOrder) {
   std::promise<void> cancelled_ran;
   auto cancel_b = std::make_shared<CancelToken>();
   auto cancel_c = std::make_shared<CancelToken>();  // never fires: C keeps its place
-  transport::WorkerPool pool(2, 4);
+  common::WorkerPool pool(2, 4);
   ASSERT_TRUE(pool.submit(
       [&] {
         blocker_started.set_value();
@@ -164,7 +164,7 @@ TEST(Unit, WorkerPoolRunsAJobCancelledBeforeItWasSubmittedAtOnce) {
   std::promise<void> cancelled_ran;
   auto cancel = std::make_shared<CancelToken>();
   cancel->cancel();
-  transport::WorkerPool pool(2);
+  common::WorkerPool pool(2);
   ASSERT_TRUE(pool.submit([&] { release.wait(); }, "session-a"));
   ASSERT_TRUE(pool.submit([&] { cancelled_ran.set_value(); }, "session-a", cancel));
   EXPECT_EQ(cancelled_ran.get_future().wait_for(2s), std::future_status::ready);
@@ -179,7 +179,7 @@ TEST(Unit, WorkerPoolIgnoresCancelsOnceAJobStartedOrThePoolIsGone) {
     std::promise<void> started;
     std::promise<void> release_first;
     auto release = release_first.get_future().share();
-    transport::WorkerPool pool(1);
+    common::WorkerPool pool(1);
     ASSERT_TRUE(pool.submit(
         [&] {
           ++runs;
@@ -209,7 +209,7 @@ TEST(Unit, WorkerPoolCancelsRacingWithTheLineKeepOrderForTheRest) {
   std::atomic<int> kept_running{0};
   std::atomic<bool> overlapped{false};
   {
-    transport::WorkerPool pool(2, 6);
+    common::WorkerPool pool(2, 6);
     std::thread canceller([&] {
       for (int i = 0; i < kJobs; i += 3) {
         tokens[static_cast<std::size_t>(i)]->cancel();

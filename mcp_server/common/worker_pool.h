@@ -1,9 +1,13 @@
-// Threads that run blocking jobs (Endpoint::handle, Endpoint::close) so that I/O threads never
-// block. The pool starts with `min_threads` and adds one whenever a job would otherwise wait, up to
-// `max_threads`: a tool call that blocks for minutes in one session must not hold up calls to
-// other sessions. Threads are not retired (an idle one costs a stack and nothing else).
+// Threads that run blocking jobs so that I/O threads never block: the transports' requests
+// (Endpoint::handle, Endpoint::close) and the sidecar's (getaddrinfo, libcurl). The pool starts
+// with `min_threads` and adds one whenever a job would otherwise wait, up to `max_threads`: a tool
+// call that blocks for minutes in one session must not hold up calls to other sessions. Threads
+// are not retired (an idle one costs a stack and nothing else). Compiled into mcp_base, which the
+// server and the sidecar link and the in-sandbox agent does not.
 // Thread-safe: submit() and shutdown() may be called from any thread.
 #pragma once
+
+#include <spdlog/fwd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -16,22 +20,26 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/cancel_token.h"
 
-namespace transport {
+namespace common {
 
 class WorkerPool {
  public:
   using Job = std::function<void()>;
 
   // Starts `min_threads` workers (at least one) and grows to `max_threads` (at least
-  // min_threads) on demand. `name` appears in log lines about failing jobs.
-  WorkerPool(std::size_t min_threads, std::size_t max_threads, std::string name = "workers");
+  // min_threads) on demand. `name` appears in log lines about failing jobs; they go to `logger`
+  // (the component's own, which must outlive the pool), or to spdlog's default logger when null.
+  WorkerPool(std::size_t min_threads, std::size_t max_threads, std::string name = "workers",
+             spdlog::logger* logger = nullptr);
   // A fixed size pool.
-  explicit WorkerPool(std::size_t threads, std::string name = "workers")
-      : WorkerPool(threads, threads, std::move(name)) {}
+  explicit WorkerPool(std::size_t threads, std::string name = "workers",
+                      spdlog::logger* logger = nullptr)
+      : WorkerPool(threads, threads, std::move(name), logger) {}
   ~WorkerPool();  // shutdown(); cancel tokens may outlive the pool
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -71,6 +79,7 @@ class WorkerPool {
   void startWorkerIfNeeded();  // mutex_ held
 
   std::string name_;
+  spdlog::logger& log_;
   std::size_t max_threads_;
   std::size_t idle_ = 0;  // workers waiting for a job
   std::mutex mutex_;
@@ -84,4 +93,4 @@ class WorkerPool {
   std::shared_ptr<CancelRelay> relay_;
 };
 
-}  // namespace transport
+}  // namespace common

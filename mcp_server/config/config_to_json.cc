@@ -1,0 +1,100 @@
+// ServerConfig back to a JSON document with every field (defaults included): fromJson(toJson(c))
+// gives c back, which is how a command-line setting is applied over a loaded file.
+#include "config/config.h"
+
+namespace config {
+
+using nlohmann::json;
+
+json toJson(const ServerConfig& c) {
+  json dirs = json::array();
+  for (const auto& d : c.volumes.allowed_host_dirs) {
+    dirs.push_back({{"path", d.path}, {"allow_rw", d.allow_rw}});
+  }
+  json document = json{
+      {"docker",
+       {{"socket_path", c.docker.socket_path},
+        {"api_version", c.docker.api_version},
+        {"request_timeout_ms", c.docker.request_timeout_ms}}},
+      {"sandbox",
+       {{"image", c.sandbox.image},
+        {"runtime", c.sandbox.runtime},
+        {"memory_mib", c.sandbox.memory_mib},
+        {"cpus", c.sandbox.cpus},
+        {"pids_limit", c.sandbox.pids_limit},
+        {"tmp_size_mib", c.sandbox.tmp_size_mib},
+        {"workdir_size_mib", c.sandbox.workdir_size_mib},
+        {"workdir", c.sandbox.workdir},
+        {"user", c.sandbox.user},
+        {"read_only_root", c.sandbox.read_only_root},
+        {"agent_path", c.sandbox.agent_path},
+        {"allow_custom_images", c.sandbox.allow_custom_images},
+        {"allow_dockerfile", c.sandbox.allow_dockerfile},
+        {"allow_runc_fallback", c.sandbox.allow_runc_fallback},
+        {"allowed_images", c.sandbox.allowed_images},
+        {"allowed_image_label", c.sandbox.allowed_image_label},
+        {"build_runtime", c.sandbox.build_runtime},
+        {"build_timeout_s", c.sandbox.build_timeout_s},
+        {"build_max_steps", c.sandbox.build_max_steps},
+        {"built_images_max", c.sandbox.built_images_max},
+        {"built_image_max_idle_s", c.sandbox.built_image_max_idle_s},
+        {"build_max_size_mib", c.sandbox.build_max_size_mib}}},
+      {"execution",
+       {{"default_timeout_s", c.execution.default_timeout_s},
+        {"max_timeout_s", c.execution.max_timeout_s},
+        {"max_output_bytes", c.execution.max_output_bytes},
+        {"max_file_bytes", c.execution.max_file_bytes},
+        {"max_concurrent", c.execution.max_concurrent},
+        {"max_saved_output_bytes", c.execution.max_saved_output_bytes}}},
+      {"resources", {{"max_read_bytes", c.resources.max_read_bytes}}},
+      {"images",
+       {{"max_per_call", c.images.max_per_call},
+        {"max_px", c.images.max_px},
+        {"max_bytes", c.images.max_bytes}}},
+      {"sessions",
+       {{"max_sessions", c.sessions.max_sessions}, {"idle_timeout_s", c.sessions.idle_timeout_s}}},
+      {"pool", {{"size", c.pool.size}, {"preload_python", c.pool.preload_python}}},
+      {"volumes", {{"allowed_host_dirs", dirs}}},
+      {"http",
+       {{"path", c.http.path},
+        {"max_body_bytes", c.http.max_body_bytes},
+        {"allowed_origins", c.http.allowed_origins},
+        {"session_idle_timeout_s", c.http.session_idle_timeout_s},
+        {"max_connections", c.http.max_connections},
+        {"max_connections_per_address", c.http.max_connections_per_address},
+        {"max_sessions", c.http.max_sessions},
+        {"max_body_bytes_in_flight", c.http.max_body_bytes_in_flight},
+        {"header_timeout_ms", c.http.header_timeout_ms},
+        {"idle_timeout_ms", c.http.idle_timeout_ms}}},
+      {"stdio", {{"max_message_bytes", c.stdio.max_message_bytes}}},
+      {"mcp",
+       {{"allowlist", c.mcp.allowlist},
+        {"runtime_dir", c.mcp.runtime_dir},
+        {"audit_log", c.mcp.audit_log},
+        {"sidecar",
+         {{"mode", c.mcp.sidecar.mode},
+          {"image", c.mcp.sidecar.image},
+          {"network", c.mcp.sidecar.network},
+          {"user", c.mcp.sidecar.user},
+          {"binary_path", c.mcp.sidecar.binary_path},
+          {"memory_mib", c.mcp.sidecar.memory_mib},
+          {"pids_limit", c.mcp.sidecar.pids_limit},
+          {"start_timeout_ms", c.mcp.sidecar.start_timeout_ms},
+          {"upstream_connect_timeout_ms", c.mcp.sidecar.upstream_connect_timeout_ms},
+          {"upstream_idle_timeout_ms", c.mcp.sidecar.upstream_idle_timeout_ms},
+          {"max_concurrent_requests", c.mcp.sidecar.max_concurrent_requests},
+          {"max_body_bytes", c.mcp.sidecar.max_body_bytes}}}}},
+      {"log_level", c.log_level}};
+  // Fair-share quotas and audit caps (issue 9).
+  document["execution"]["max_concurrent_per_client"] = c.execution.max_concurrent_per_client;
+  document["sessions"]["max_sessions_per_client"] = c.sessions.max_sessions_per_client;
+  document["mcp"]["audit_log_max_bytes"] = c.mcp.audit_log_max_bytes;
+  document["tasks"] = {{"max_per_client", c.tasks.max_per_client},
+                       {"default_ttl_ms", c.tasks.default_ttl_ms},
+                       {"max_ttl_ms", c.tasks.max_ttl_ms},
+                       {"poll_interval_ms", c.tasks.poll_interval_ms}};
+  document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
+  return document;
+}
+
+}  // namespace config

@@ -1,0 +1,171 @@
+// HttpConnection's routing, on its strand: a request's method, body and session decide what
+// answers it, and the JSON-RPC message goes to a worker pool (http_connection_handling.cc).
+#include <boost/asio/post.hpp>
+#include <exception>
+#include <utility>
+
+#include "common/json_codec.h"
+#include "transport/http_connection.h"
+#include "transport/message_util.h"
+#include "transport/transport_log.h"
+
+namespace transport {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+
+namespace {
+
+bool isInitialize(const json& message) {
+  return isRequest(message) && message["method"] == "initialize";
+}
+
+}  // namespace
+
+void HttpConnection::handleRequest() {
+  ++request_serial_;
+  streaming_ = false;
+  if (parser_->get().method() == http::verb::delete_) {
+    handleDelete();
+  } else {
+    handlePost();  // the guard let through only POST and DELETE
+  }
+}
+
+// Small bodies parse right here (microseconds); a large one (up to http.max_body_bytes: seconds of
+// parsing) goes to the parse pool so the I/O thread keeps serving everyone else.
+void HttpConnection::handlePost() {
+  auto& request = parser_->get();
+  std::string session_id(request[kSessionHeader]);
+  if (request.body().size() < context_->options.inline_parse_max_bytes) {
+    onBodyParsed(parseBody(request.body()), session_id);
+    return;
+  }
+  awaiting_handler_ = true;  // shutdown() waits for the answer
+  auto job = [self = shared_from_this(), serial = request_serial_, body = std::move(request.body()),
+              session_id]() mutable {
+    ParsedBody parsed = parseBody(body);
+    body = std::string();  // free the text before the tree is handled
+    net::post(self->stream_.get_executor(),
+              [self, serial, session_id, parsed = std::move(parsed)]() mutable {
+                if (serial != self->request_serial_ || self->closed_) return;
+                self->awaiting_handler_ = false;
+                self->onBodyParsed(std::move(parsed), session_id);
+              });
+  };
+  if (!context_->parse_pool.submit(std::move(job))) {
+    awaiting_handler_ = false;
+    respondError(http::status::service_unavailable, kServerError,
+                 "Service Unavailable: the server is shutting down", {}, true);
+  }
+}
+
+HttpConnection::ParsedBody HttpConnection::parseBody(const std::string& body) {
+  ParsedBody parsed;
+  try {
+    parsed.message = common::parseJson(body);  // refuses nesting past common::kMaxJsonDepth
+  } catch (const json::parse_error& e) {
+    parsed.error = jsonrpc::parseErrorResponse(e.what());
+    return parsed;
+  } catch (const std::exception& e) {  // e.g. out of memory: answer instead of leaving it hanging
+    parsed.error = errorResponse(kInternalError, std::string("Internal error: ") + e.what());
+    return parsed;
+  }
+  if (!parsed.message.is_object() && !parsed.message.is_array()) {
+    parsed.error = errorResponse(kInvalidRequest,
+                                 "Invalid Request: the body must be a JSON-RPC object or array");
+  }
+  return parsed;
+}
+
+void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_id) {
+  body_reservation_.reset();  // the body text is gone; only its (bounded) tree remains
+  if (parsed.error) {
+    respondJson(http::status::bad_request, *parsed.error);
+    return;
+  }
+  json& message = parsed.message;
+  if (!session_id.empty()) {
+    auto lease = context_->sessions.acquire(session_id, SessionRegistry::Clock::now());
+    if (!lease) {
+      respondJson(http::status::not_found,
+                  errorResponse(kSessionNotFound,
+                                "Session not found: it expired or was deleted; send a new "
+                                "initialize request without Mcp-Session-Id"));
+      return;
+    }
+    auto endpoint = lease->endpoint();
+    dispatch(std::move(message), std::move(endpoint), std::move(lease), session_id, false);
+    return;
+  }
+  if (isInitialize(message)) {
+    dispatch(std::move(message), nullptr, std::nullopt, {}, true);
+    return;
+  }
+  respondJson(http::status::bad_request,
+              errorResponse(kServerError,
+                            "Bad Request: missing Mcp-Session-Id header; send an initialize "
+                            "request first and repeat the Mcp-Session-Id it returns"));
+}
+
+void HttpConnection::handleDelete() {
+  const std::string session_id(parser_->get()[kSessionHeader]);
+  if (session_id.empty()) {
+    respondJson(http::status::bad_request,
+                errorResponse(kServerError,
+                              "Bad Request: DELETE needs the Mcp-Session-Id header of the "
+                              "session to end"));
+    return;
+  }
+  auto endpoint = context_->sessions.remove(session_id);
+  if (!endpoint) {
+    respondJson(http::status::not_found,
+                errorResponse(kSessionNotFound, "Session not found: it expired or was deleted"));
+    return;
+  }
+  log().info("http {}: session {}... ended by DELETE", remote_, session_id.substr(0, 8));
+  awaiting_handler_ = true;
+  const auto serial = request_serial_;
+  auto self = shared_from_this();
+  if (!context_->control_pool.submit([self, serial, endpoint] {
+        endpoint->close();
+        net::post(self->stream_.get_executor(), [self, serial] { self->onSessionClosed(serial); });
+      })) {
+    endpoint->close();  // shutting down: nobody else will close it
+    onSessionClosed(serial);
+  }
+}
+
+void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
+                              std::optional<SessionRegistry::Lease> lease,
+                              const std::string& session_id, bool opens_session) {
+  awaiting_handler_ = true;
+  const bool lightweight = !opens_session && isLightweight(message);
+  // std::function needs a copyable job; the lease is shared by the copies and released with them.
+  auto shared_lease = std::make_shared<std::optional<SessionRegistry::Lease>>(std::move(lease));
+  // The pool is shared by every MCP session: the key names this one too.
+  std::string key;
+  std::shared_ptr<CancelToken> cancel;  // cancellable from now on, even while it waits behind key
+  if (!lightweight && endpoint) {
+    if (auto own = endpoint->orderingKey(message); !own.empty()) key = session_id + '\n' + own;
+    cancel = endpoint->admit(message);
+  }
+  auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
+              endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session,
+              cancel] {
+    if (opens_session) {
+      self->runInitialize(serial, message);
+    } else {
+      self->runRequest(serial, message, *endpoint, sid, cancel);
+    }
+  };
+  // A cancellation must reach the endpoint even while every request worker is busy.
+  common::WorkerPool& pool = lightweight ? context_->control_pool : context_->pool;
+  if (!pool.submit(std::move(job), key, std::move(cancel))) {
+    awaiting_handler_ = false;
+    respondError(http::status::service_unavailable, kServerError,
+                 "Service Unavailable: the server is shutting down", {}, true);
+  }
+}
+
+}  // namespace transport
