@@ -6,18 +6,12 @@
 #include <algorithm>
 #include <future>
 
+#include "server/sessions_log.h"
+
 namespace server {
 namespace {
 
 using sandbox::SandboxError;
-
-std::shared_ptr<spdlog::logger> log() {
-  static auto logger = [] {
-    auto existing = spdlog::get("sessions");
-    return existing ? existing : spdlog::default_logger()->clone("sessions");
-  }();
-  return logger;
-}
 
 }  // namespace
 

@@ -5,19 +5,12 @@
 #include <algorithm>
 
 #include "common/random_id.h"
+#include "server/sessions_log.h"
 
 namespace server {
 namespace {
 
 using sandbox::SandboxError;
-
-std::shared_ptr<spdlog::logger> log() {
-  static auto logger = [] {
-    auto existing = spdlog::get("sessions");
-    return existing ? existing : spdlog::default_logger()->clone("sessions");
-  }();
-  return logger;
-}
 
 std::string unknownSessionMessage(const std::string& id) {
   return "Unknown session '" + id +
