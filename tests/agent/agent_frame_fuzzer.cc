@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "agent/exec_request.h"
+#include "agent/request_error.h"
 #include "common/frame.h"
 #include "common/json_codec.h"
 #include "sandbox/sandbox_text.h"
