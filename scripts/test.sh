@@ -72,7 +72,11 @@ check_container_leaks() {
 
 # Server run-time directories (MCP sidecar sockets, policies, audit logs); see mcp.runtime_dir.
 readonly RUNTIME_ROOT="/run/sandbox-mcp"
-runtime_dirs() { find "${RUNTIME_ROOT}" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort; }
+# A machine where no server has run yet has no root at all: that is an empty list, not an error.
+runtime_dirs() {
+  [[ -d "${RUNTIME_ROOT}" ]] || return 0
+  find "${RUNTIME_ROOT}" -mindepth 1 -maxdepth 1 -type d | sort
+}
 
 # Fails when a server of this run left its run-time directory behind.
 check_runtime_dir_leaks() {
