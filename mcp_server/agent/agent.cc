@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "agent/channel_socket.h"
 #include "agent/credentials.h"
 #include "agent/exec_request.h"
 #include "agent/file_ops.h"
@@ -46,13 +47,15 @@ std::int64_t targetField(const nlohmann::json& request) {
 Agent::Agent(std::filesystem::path saved_output_dir)
     : executor_(
           loop_, reaper_, [this](const nlohmann::json& message) { send(message); },
-          std::move(saved_output_dir)) {
+          std::move(saved_output_dir)),
+      input_fd_(kInputFd),
+      output_fd_(kOutputFd) {
   // Off PID 1 (tests, development) adopt orphans like PID 1 does, so they are reaped and killed.
   if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::error_code ec;
   cwd_ = std::filesystem::current_path(ec);
   if (ec) cwd_ = "/";
-  loop_.watchFd(kInputFd, POLLIN, [this](short /*revents*/) { onInputReadable(); });
+  loop_.watchFd(kInputFd, POLLIN, [this](short /*revents*/) { onReadable(kInputFd); });
   loop_.watchFd(signals_.fd(), POLLIN, [this](short /*revents*/) { onSignals(); });
   executor_.startPython();
   executor_.prestartShell();
@@ -63,23 +66,25 @@ int Agent::run() {
   return exit_code_;
 }
 
-void Agent::onInputReadable() {
+void Agent::onReadable(int fd) {
   if (input_buffer_.size() != kReadChunkBytes) input_buffer_.resize(kReadChunkBytes);
-  const ssize_t n = ::read(kInputFd, input_buffer_.data(), input_buffer_.size());
+  const ssize_t n = ::read(fd, input_buffer_.data(), input_buffer_.size());
   if (n < 0) {
     if (errno == EINTR || errno == EAGAIN) return;
-    shutdown(1, std::string("reading stdin failed: ") + std::strerror(errno));
+    shutdown(1, std::string("reading the request stream failed: ") + std::strerror(errno));
     return;
   }
   if (n == 0) {
-    shutdown(0, "stdin closed (the server went away); stopping");
+    shutdown(0, fd == kInputFd ? "stdin closed (the server went away); stopping"
+                               : "the channel socket closed (the server went away); stopping");
     return;
   }
+  if (fd != input_fd_) return;  // stdin after the switch: only its end matters
   decoder_.feed(std::string_view(input_buffer_.data(), static_cast<std::size_t>(n)));
   try {
     while (auto frame = decoder_.nextFrame()) {
       handleFrame(*frame);
-      if (shutting_down_) return;
+      if (shutting_down_ || fd != input_fd_) return;  // stopped, or switched to the socket
     }
   } catch (const frame::FrameError& e) {
     // The length prefix is unusable, so the stream cannot be resynchronised.
@@ -144,6 +149,8 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
       replyHello(id);
     } else if (op == protocol::kOpExec) {
       executor_.submit(parseExecRequest(id, request));
+    } else if (op == protocol::kOpChannel) {
+      switchToChannel(id, request);
     } else if (op == protocol::kOpCancel) {
       send({{"id", id}, {"ok", true}, {"cancelled", executor_.cancel(targetField(request))}});
     } else if (op == protocol::kOpWriteFile || op == protocol::kOpReadFile ||
@@ -159,7 +166,8 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
       send(reply, with_data ? &read_data : nullptr);
     } else {
       replyError(id, "unknown op \"" + op +
-                         "\"; expected hello, exec, cancel, write_file, read_file or list_files");
+                         "\"; expected hello, exec, cancel, write_file, read_file, list_files or "
+                         "channel");
     }
   } catch (const RequestError& e) {
     replyError(id, e.what());
@@ -185,6 +193,23 @@ void Agent::replyHello(std::int64_t id) {
   });
 }
 
+void Agent::switchToChannel(std::int64_t id, const nlohmann::json& request) {
+  if (channel_) throw RequestError("channel: the frames already use a socket");
+  const auto path = request.find("path");
+  const auto token = request.find("token");
+  if (path == request.end() || !path->is_string() || token == request.end() ||
+      !token->is_string()) {
+    throw RequestError("channel: \"path\" and \"token\" must be strings");
+  }
+  channel_ = connectChannel(path->get<std::string>(), token->get<std::string>());
+  send({{"id", id}, {"ok", true}});  // the last frame on stdout
+  input_fd_ = output_fd_ = channel_.get();
+  decoder_ = frame::Decoder();
+  awaiting_data_.reset();
+  const int fd = channel_.get();
+  loop_.watchFd(fd, POLLIN, [this, fd](short /*revents*/) { onReadable(fd); });
+}
+
 void Agent::replyError(std::int64_t id, const std::string& error) {
   send({{"id", id}, {"ok", false}, {"error", error}});
 }
@@ -207,9 +232,9 @@ void Agent::send(const nlohmann::json& message, const std::string* data) {
   }
   if (data_header.empty()) data = nullptr;  // the reply became an error: no data follows
   // The data frame is written as it is, not copied behind its header.
-  if (!common::writeAll(kOutputFd, bytes) ||
+  if (!common::writeAll(output_fd_, bytes) ||
       (data != nullptr &&
-       (!common::writeAll(kOutputFd, data_header) || !common::writeAll(kOutputFd, *data)))) {
+       (!common::writeAll(output_fd_, data_header) || !common::writeAll(output_fd_, *data)))) {
     shutdown(0, std::string("writing stdout failed (") + std::strerror(errno) +
                     "); the server went away, stopping");
   }

@@ -16,6 +16,7 @@
 #include "agent/output_spill.h"
 #include "agent/signal_fd.h"
 #include "common/frame.h"
+#include "common/unique_fd.h"
 
 namespace agent {
 
@@ -31,7 +32,9 @@ class Agent {
   [[nodiscard]] int run();
 
  private:
-  void onInputReadable();
+  // Reads the request stream (stdin, or the channel socket once switched) or, after the switch,
+  // stdin, whose end still means the server went away.
+  void onReadable(int fd);
   void onSignals();
   void handleFrame(frame::Frame& frame);
   void handlePayload(const std::string& payload);
@@ -39,6 +42,8 @@ class Agent {
   void dispatch(std::int64_t id, const std::string& op, const nlohmann::json& request,
                 const std::string* data);
   void replyHello(std::int64_t id);
+  // Op "channel": connects to the socket and makes it the request and reply stream.
+  void switchToChannel(std::int64_t id, const nlohmann::json& request);
   void replyError(std::int64_t id, const std::string& error);
   // Sends `message`, followed by `data` as its data frame when given.
   void send(const nlohmann::json& message, const std::string* data = nullptr);
@@ -48,7 +53,10 @@ class Agent {
   SignalFd signals_;
   Reaper reaper_;
   Executor executor_;
-  frame::Decoder decoder_;
+  int input_fd_;   // where requests come from: stdin, then the channel socket
+  int output_fd_;  // where frames go: stdout, then the channel socket
+  common::UniqueFd channel_;
+  frame::Decoder decoder_;  // of the request stream
   // A request that announced a data frame ("data_frame": true) and waits for it.
   std::optional<nlohmann::json> awaiting_data_;
   // Reused for every read of stdin: allocating (and zeroing) 256 KiB per frame costs page

@@ -242,6 +242,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   sandbox::RuntimeDir::removeStale(runtime_root, backend.instanceId(),
                                    sandbox::docker::ProcessIdentity::current());
   sandbox::RuntimeDir runtime_dir(runtime_root, backend.instanceId(), backend.containerLabels());
+  if (cfg.sandbox.agent_channel == "socket") backend.useChannelSockets(runtime_dir.path() + "/c");
   const auto sidecars = makeSidecarLauncher(cfg, backend);
   const auto server_endpoints = std::make_shared<server::ServerEndpoints>();
   server::SessionServices services;

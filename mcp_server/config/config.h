@@ -38,6 +38,10 @@ struct SandboxConfig {
   std::string user = "65534:65534";  // nobody; empty keeps the image's user
   bool read_only_root = true;
   std::string agent_path;  // host path of sandbox-agent; empty = next to the sandbox-mcp binary
+  // How frames reach the agent: "socket" (default: a Unix socket per sandbox, bind-mounted from
+  // the run-time directory; the engine must run on this host) or "attach" (the engine's attached
+  // stdio: slower, works with any engine).
+  std::string agent_channel = "socket";
   bool allow_custom_images = true;  // `image` argument accepted (only allowed_images, below)
   bool allow_dockerfile = false;    // `dockerfile` argument: off unless the operator opts in
   // When runsc is not registered with the engine: false (default) refuses sessions; true falls

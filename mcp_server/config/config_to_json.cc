@@ -28,6 +28,7 @@ json toJson(const ServerConfig& c) {
         {"user", c.sandbox.user},
         {"read_only_root", c.sandbox.read_only_root},
         {"agent_path", c.sandbox.agent_path},
+        {"agent_channel", c.sandbox.agent_channel},
         {"allow_custom_images", c.sandbox.allow_custom_images},
         {"allow_dockerfile", c.sandbox.allow_dockerfile},
         {"allow_runc_fallback", c.sandbox.allow_runc_fallback},

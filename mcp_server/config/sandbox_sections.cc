@@ -40,6 +40,7 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   r.read("user", out.user);
   r.read("read_only_root", out.read_only_root);
   r.read("agent_path", out.agent_path);
+  r.read("agent_channel", out.agent_channel);
   r.read("allow_custom_images", out.allow_custom_images);
   r.read("allow_dockerfile", out.allow_dockerfile);
   r.read("allow_runc_fallback", out.allow_runc_fallback);
@@ -70,6 +71,9 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   requireAtLeast(out.built_images_max, 1, "sandbox.built_images_max");
   requireAtLeast(out.built_image_max_idle_s, 60, "sandbox.built_image_max_idle_s");
   requireAtLeast(out.build_max_size_mib, 1, "sandbox.build_max_size_mib");
+  if (out.agent_channel != "socket" && out.agent_channel != "attach") {
+    ObjectReader::fail("sandbox.agent_channel", "must be \"socket\" or \"attach\"");
+  }
   if (out.runtime != "runsc" && out.runtime != "runc") {
     ObjectReader::fail("sandbox.runtime", "must be \"runsc\" or \"runc\"");
   }

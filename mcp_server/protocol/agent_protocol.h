@@ -44,6 +44,8 @@ inline constexpr std::string_view kOpCancel = "cancel";
 inline constexpr std::string_view kOpWriteFile = "write_file";
 inline constexpr std::string_view kOpReadFile = "read_file";
 inline constexpr std::string_view kOpListFiles = "list_files";
+// Moves the frames to a host Unix socket (agent/channel_socket.h); sent once, on stdin.
+inline constexpr std::string_view kOpChannel = "channel";
 
 // ---- exec --------------------------------------------------------------------------------------
 

@@ -63,8 +63,8 @@ if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH
     libc.ptrace(17, 1, 0, 0)  # PTRACE_DETACH
 if libc.ptrace(0x4206, 1, 0, 0) == 0:  # PTRACE_SEIZE
     won.append("ptrace seize 1")
-# Any fd of any other process that reaches the server: the agent's stdio (host fds under
-# gVisor, "host:[N]", whatever their number now) or a socket. The agent's pipes to this
+# Any fd of any other process that reaches the server: the agent's channel socket and its stdio
+# (host fds under gVisor, "host:[N]", whatever their number now) or any other socket. The agent's pipes to this
 # session's own processes (the driver's, a shell's, the warm shell's stdio, created inside the
 # sandbox: "pipe:[N]") carry only what this code controls anyway (its cells, its output), so they
 # are not the channel; under runsc they can be reopened because gVisor owns a pipe by its

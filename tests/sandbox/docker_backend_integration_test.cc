@@ -1,6 +1,5 @@
 // The Docker backend against the real dockerd (runsc and runc) with the real sandbox-agent.
-// Every container carries this process's pid label; a global sweep at the end fails the run if
-// any is left behind (and removes it), so a failing test never leaks containers.
+// A global sweep (docker_test_support.cc) fails the run if any container is left behind.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,100 +11,12 @@
 #include <random>
 #include <thread>
 
-#include "sandbox/docker/docker_backend.h"
-#include "sandbox/docker/docker_sandbox.h"
+#include "docker_test_support.h"
 #include "sandbox/docker/image_builder.h"
 
 namespace {
 
-using nlohmann::json;
-using namespace sandbox;
-using namespace sandbox::docker;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-constexpr const char* kImage = "sandbox-mcp/python:latest";
-
-double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string uniqueSuffix() {
-  std::random_device device;
-  return std::to_string(::getpid()) + "-" + std::to_string(device() % 1000000);
-}
-
-DockerBackendOptions options(const std::string& instance = "it-" + uniqueSuffix()) {
-  DockerBackendOptions out;
-  out.agent_path = SANDBOX_AGENT_PATH;
-  out.instance_id = instance;
-  return out;
-}
-
-SandboxSpec spec(const std::string& runtime = "runsc") {
-  SandboxSpec out;
-  out.image = kImage;
-  out.runtime = runtime;
-  out.limits.memory_mib = 512;
-  out.limits.pids = 256;
-  return out;
-}
-
-// GET /containers/{id}/json, or nullopt when the container no longer exists.
-std::optional<json> inspect(EngineClient& engine, const std::string& id) {
-  try {
-    return engine.request(Method::kGet, "/containers/" + id + "/json").json();
-  } catch (const EngineError& e) {
-    if (e.isNotFound()) return std::nullopt;
-    throw;
-  }
-}
-
-bool goneWithin(EngineClient& engine, const std::string& id, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (!inspect(engine, id)) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
-
-std::vector<std::string> containersOfThisProcess(EngineClient& engine) {
-  const json filters = {{"label", {std::string(kLabelPid) + "=" + std::to_string(::getpid())}}};
-  std::vector<std::string> ids;
-  for (const auto& item :
-       engine.request(Method::kGet, "/containers/json?all=1&filters=" + urlEncode(filters.dump()))
-           .json()) {
-    ids.push_back(item.at("Id").get<std::string>());
-  }
-  return ids;
-}
-
-ExecResult run(Sandbox& sandbox, ExecKind kind, const std::string& code,
-               std::chrono::milliseconds timeout = 20s) {
-  CancelToken cancel;
-  ExecRequest request;
-  request.kind = kind;
-  request.code = code;
-  request.timeout = timeout;
-  return sandbox.exec(request, cancel, nullptr);
-}
-
-ExecResult python(Sandbox& sandbox, const std::string& code) {
-  return run(sandbox, ExecKind::kPython, code);
-}
-
-// Fails the run if any container of this process outlived its test, and removes it.
-class LeakSweep : public ::testing::Environment {
- public:
-  void TearDown() override {
-    EngineClient engine;
-    const auto left = containersOfThisProcess(engine);
-    for (const auto& id : left) forceRemoveContainer(engine, id);
-    EXPECT_TRUE(left.empty()) << left.size() << " container(s) leaked by the tests";
-  }
-};
-const auto* const kLeakSweep = ::testing::AddGlobalTestEnvironment(new LeakSweep);
+using namespace docker_test;
 
 TEST(DockerBackend, CreatesALockedDownRunscSandbox) {
   DockerBackend backend(options());

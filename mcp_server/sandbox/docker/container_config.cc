@@ -74,7 +74,8 @@ std::string tmpfsOptions(std::int64_t size_mib) {
 }
 
 nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& agent_host_path,
-                                   const std::map<std::string, std::string>& ownership_labels) {
+                                   const std::map<std::string, std::string>& ownership_labels,
+                                   const std::string& channel_host_dir) {
   validateSpec(spec);
   auto environment = spec.environment;
   if (!spec.python_helper_dir.empty()) {
@@ -91,6 +92,10 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
 
   nlohmann::json binds = nlohmann::json::array();
   binds.push_back(agent_host_path + ":" + kAgentContainerPath + ":ro");
+  if (!channel_host_dir.empty()) {
+    requireBindablePath(channel_host_dir, "the agent channel directory");
+    binds.push_back(channel_host_dir + ":" + kChannelContainerPath + ":ro");
+  }
   if (!spec.python_helper_dir.empty()) {
     binds.push_back(spec.python_helper_dir + ":" + kPythonHelperContainerPath + ":ro");
   }

@@ -99,9 +99,13 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   if (const auto agent = checkAgentBinary(); !agent.ok) {
     throw SandboxError("cannot create a sandbox: " + agent.detail);
   }
-  const auto body = containerCreateBody(spec, options_.agent_path, ownership_labels_);
   ContainerRecord record;
   record.name = "sandbox-mcp-" + common::randomHex(6);
+  std::unique_ptr<ChannelListener> listener;
+  if (!channel_root_.empty())
+    listener = std::make_unique<ChannelListener>(channel_root_, record.name);
+  const auto body = containerCreateBody(spec, options_.agent_path, ownership_labels_,
+                                        listener ? listener->hostDir() : std::string());
   record.image = spec.image;
   record.runtime = spec.runtime;
   record.memory_mib = spec.limits.memory_mib;
@@ -143,11 +147,41 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   if (!hello.value("ok", false)) {
     throw SandboxError("the sandbox agent refused hello: " + hello.value("error", std::string()));
   }
+  AgentLink link = linkAgent(std::move(channel), std::move(listener), record.name);
   remover.dismiss();
-  logger().info("sandbox {} ({}) started under {} from {}", record.name, record.id.substr(0, 12),
-                record.runtime, record.image);
-  return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(channel),
+  logger().info("sandbox {} ({}) started under {} from {}{}", record.name, record.id.substr(0, 12),
+                record.runtime, record.image, link.socket_dir ? "" : " (frames over attach)");
+  return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(link),
                                          std::move(hello));
+}
+
+AgentLink DockerBackend::linkAgent(std::shared_ptr<AgentChannel> attached,
+                                   std::unique_ptr<ChannelListener> listener,
+                                   const std::string& name) {
+  if (!listener) return {attached, attached, nullptr};
+  nlohmann::json reply;
+  try {
+    reply = attached->call({{"op", protocol::kOpChannel},
+                            {"path", ChannelListener::containerSocketPath()},
+                            {"token", listener->token()}},
+                           options_.hello_timeout);
+  } catch (const ChannelClosedError& e) {
+    throw SandboxError(std::string("the sandbox agent stopped while opening its channel: ") +
+                       e.what());
+  }
+  if (!protocol::fieldOr<bool>(reply, "ok", false)) {
+    if (!warned_no_socket_.exchange(true)) {
+      logger().warn(
+          "agent channel socket unavailable ({}); frames use the engine's attach stream, which "
+          "is slower (large files most). Fix: give runsc --host-uds=open (scripts/setup.sh does)",
+          protocol::fieldOr<std::string>(reply, "error", "refused"));
+    }
+    return {attached, attached, nullptr};
+  }
+  // The agent connected before it answered: the connection waits in the backlog.
+  auto stream =
+      std::make_unique<SocketStream>(listener->accept(options_.hello_timeout), kAgentSendTimeout);
+  return {AgentChannel::start(std::move(stream), name), std::move(attached), std::move(listener)};
 }
 
 bool DockerBackend::imageExists(const std::string& image) {

@@ -3,6 +3,7 @@
 // Thread-safe: create() and the other calls may run concurrently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "sandbox/backend.h"
 #include "sandbox/docker/built_images.h"
+#include "sandbox/docker/docker_sandbox.h"
 #include "sandbox/docker/engine_client.h"
 #include "sandbox/docker/ownership.h"
 
@@ -49,6 +51,13 @@ class DockerBackend final : public Backend {
   int collectBuiltImages() noexcept;
   [[nodiscard]] std::vector<HealthCheck> healthChecks() override;
 
+  // Frames to and from agents then travel over a Unix socket per sandbox, in a directory under
+  // `root` bind-mounted into the sandbox (channel_listener.h), instead of the attached stdio: no
+  // dockerd and containerd-shim in the path (bench/: lower latency, 10 MiB files several times
+  // faster). The server and the engine must share a host. An agent that cannot connect (a runtime
+  // without --host-uds=open) keeps the attached stdio, with a warning. Call before create().
+  void useChannelSockets(std::string root) { channel_root_ = std::move(root); }
+
   [[nodiscard]] const std::string& instanceId() const noexcept { return options_.instance_id; }
   [[nodiscard]] EngineClient& engine() noexcept { return *engine_; }
   [[nodiscard]] std::shared_ptr<EngineClient> sharedEngine() const noexcept { return engine_; }
@@ -62,11 +71,16 @@ class DockerBackend final : public Backend {
   std::vector<HealthCheck> checkRuntime();
   HealthCheck checkImage();
   HealthCheck checkAgentBinary() const;
+  // After hello: moves the frames to the socket when the agent can reach it, else keeps `attached`.
+  AgentLink linkAgent(std::shared_ptr<AgentChannel> attached,
+                      std::unique_ptr<ChannelListener> listener, const std::string& name);
 
   DockerBackendOptions options_;
   std::shared_ptr<EngineClient> engine_;
   ProcessIdentity self_;
   std::map<std::string, std::string> ownership_labels_;
+  std::string channel_root_;  // empty: frames use the attached stdio
+  std::atomic<bool> warned_no_socket_{false};
 };
 
 // First 16 hex digits of SHA-256(text), via OpenSSL EVP. Pure.

@@ -58,18 +58,24 @@ std::string explainStop(EngineClient& engine, const ContainerRecord& record,
 }
 
 DockerSandbox::DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record,
-                             std::shared_ptr<AgentChannel> channel, nlohmann::json hello)
+                             AgentLink link, nlohmann::json hello)
     : engine_(std::move(engine)),
       record_(std::move(record)),
-      channel_(std::move(channel)),
+      channel_(std::move(link.channel)),
+      attached_(std::move(link.attached)),
+      socket_dir_(std::move(link.socket_dir)),
       hello_(std::move(hello)) {}
 
 DockerSandbox::~DockerSandbox() {
-  // Closing the attach connection closes the agent's stdin (StdinOnce): it exits and the engine
-  // removes the container. The forced removal makes that immediate and certain.
+  // Closing the channel (socket) or the attach connection (stdin, StdinOnce) makes the agent
+  // exit, and the engine removes the container. The forced removal makes that immediate and
+  // certain; the socket's directory goes after it.
   channel_->close("the session ended");
+  attached_->close("the session ended");
   channel_.reset();
+  attached_.reset();
   forceRemoveContainer(*engine_, record_.id);
+  socket_dir_.reset();
   logger().debug("sandbox {} removed", record_.name);
 }
 

@@ -1,5 +1,6 @@
-// One sandbox container with a live agent channel over its attached stdio. Created by
-// DockerBackend. Thread-safe: exec and file operations may be called concurrently.
+// One sandbox container with a live agent channel: over a Unix socket (channel_listener.h) or, when
+// the runtime offers none, over its attached stdio. Created by DockerBackend. Thread-safe: exec
+// and file operations may be called concurrently.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "sandbox/agent_channel.h"
 #include "sandbox/backend.h"
+#include "sandbox/docker/channel_listener.h"
 #include "sandbox/docker/engine_client.h"
 
 namespace sandbox::docker {
@@ -25,6 +27,16 @@ struct ContainerRecord {
   std::int64_t created_unix = 0;  // for reading its events
 };
 
+// How the server reaches one sandbox's agent.
+struct AgentLink {
+  std::shared_ptr<AgentChannel> channel;  // requests and replies
+  // The attached stdio: keeps the agent's stdin open (its end stops the agent) and carries its
+  // stderr. The same object as `channel` when there is no socket.
+  std::shared_ptr<AgentChannel> attached;
+  std::unique_ptr<ChannelListener>
+      socket_dir;  // null without a socket; removed after the container
+};
+
 class DockerSandbox final : public Sandbox {
  public:
   // Above the agent's own exec timeout: room for SIGINT, the kill and a driver restart.
@@ -33,8 +45,8 @@ class DockerSandbox final : public Sandbox {
   // How long to wait for the engine to report the container's exit once the channel closed.
   inline static constexpr std::chrono::milliseconds kFateWait{3000};
 
-  DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record,
-                std::shared_ptr<AgentChannel> channel, nlohmann::json hello);
+  DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record, AgentLink link,
+                nlohmann::json hello);
   ~DockerSandbox() override;  // closes the channel and force-removes the container
   DockerSandbox(const DockerSandbox&) = delete;
   DockerSandbox& operator=(const DockerSandbox&) = delete;
@@ -58,7 +70,12 @@ class DockerSandbox final : public Sandbox {
   // The agent's hello reply (agent_version, python, python_version, pid, uid, cwd).
   [[nodiscard]] const nlohmann::json& hello() const noexcept { return hello_; }
   // Closes the channel without removing the container, like a crashed server would (tests).
-  void dropChannelForTesting() noexcept { channel_->close("dropped for testing"); }
+  void dropChannelForTesting() noexcept {
+    channel_->close("dropped for testing");
+    attached_->close("dropped for testing");
+  }
+  // True when frames travel over the channel socket rather than the attached stdio.
+  [[nodiscard]] bool usesChannelSocket() const noexcept { return channel_ != attached_; }
 
  private:
   // Calls the agent; an ok:false reply becomes SandboxError(its "error"), a closed channel
@@ -70,6 +87,8 @@ class DockerSandbox final : public Sandbox {
   std::shared_ptr<EngineClient> engine_;
   const ContainerRecord record_;
   std::shared_ptr<AgentChannel> channel_;
+  std::shared_ptr<AgentChannel> attached_;
+  std::unique_ptr<ChannelListener> socket_dir_;
   const nlohmann::json hello_;
   std::mutex stop_reason_mutex_;
   std::optional<std::string> stop_reason_;

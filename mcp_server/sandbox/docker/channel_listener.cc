@@ -1,0 +1,154 @@
+#include "sandbox/docker/channel_listener.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "common/frame.h"
+#include "common/random_id.h"
+#include "sandbox/backend.h"
+#include "sandbox/log.h"
+
+namespace sandbox::docker {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The token frame is tiny; anything bigger is not our agent.
+constexpr std::size_t kMaxTokenFrameBytes = 256;
+
+std::string systemError(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Waits until `fd` is readable or `deadline` passes; false on timeout.
+bool waitReadable(int fd, Clock::time_point deadline) {
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready > 0) return true;
+    if (ready < 0 && errno != EINTR) return false;
+  }
+}
+
+// Reads exactly `size` bytes before `deadline`; false on timeout, end of stream or error.
+bool readExactly(int fd, char* out, std::size_t size, Clock::time_point deadline) {
+  while (size > 0) {
+    if (!waitReadable(fd, deadline)) return false;
+    const ssize_t n = ::recv(fd, out, size, 0);
+    if (n == 0) return false;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return false;
+    }
+    out += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// The first frame on the connection, read exactly (nothing after it); nullopt when it does not
+// come before `deadline` or is not a small JSON frame.
+std::optional<std::string> readTokenFrame(int fd, Clock::time_point deadline) {
+  unsigned char header[frame::kHeaderBytes];
+  if (!readExactly(fd, reinterpret_cast<char*>(header), sizeof header, deadline)) {
+    return std::nullopt;
+  }
+  // A data frame's top bit makes the size exceed the cap as well.
+  const std::uint32_t size = (std::uint32_t{header[0]} << 24U) | (std::uint32_t{header[1]} << 16U) |
+                             (std::uint32_t{header[2]} << 8U) | std::uint32_t{header[3]};
+  if (size > kMaxTokenFrameBytes) return std::nullopt;
+  std::string payload(size, '\0');
+  if (!readExactly(fd, payload.data(), size, deadline)) return std::nullopt;
+  return payload;
+}
+
+// Compares in time independent of where the strings differ.
+bool sameToken(const std::string& a, const std::string& b) noexcept {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+ChannelListener::ChannelListener(const std::string& root, const std::string& name)
+    : dir_(root + "/" + name),
+      socket_path_(dir_ + "/" + kSocketName),
+      token_(common::randomHex(16)) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (socket_path_.size() >= sizeof address.sun_path) {
+    throw SandboxError("the agent channel socket path " + socket_path_ +
+                       " is too long for a Unix "
+                       "socket; set mcp.runtime_dir to a shorter directory");
+  }
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec || ::mkdir(dir_.c_str(), 0700) != 0) {
+    throw SandboxError("cannot create " + dir_ + " for the agent channel: " +
+                       (ec ? ec.message() : std::string(std::strerror(errno))));
+  }
+  // The sandbox sees the directory through a read-only bind mount; the agent connects as the
+  // code user, so the socket must be connectable by anyone who can reach it, and only the
+  // sandbox can (the runtime directory above is 0700).
+  ::chmod(dir_.c_str(), 0755);
+  std::memcpy(address.sun_path, socket_path_.c_str(), socket_path_.size() + 1);
+  listener_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listener_ ||
+      ::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      ::chmod(socket_path_.c_str(), 0666) != 0 || ::listen(listener_.get(), 1) != 0) {
+    const std::string why = systemError("listening on " + socket_path_);
+    fs::remove_all(dir_, ec);
+    throw SandboxError("cannot open the agent channel: " + why);
+  }
+}
+
+ChannelListener::~ChannelListener() {
+  stopListening();
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+  if (ec) logger().warn("could not remove {}: {}", dir_, ec.message());
+}
+
+void ChannelListener::stopListening() noexcept {
+  if (!listener_) return;
+  listener_.reset();
+  ::unlink(socket_path_.c_str());
+}
+
+common::UniqueFd ChannelListener::accept(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  if (!listener_ || !waitReadable(listener_.get(), deadline)) {
+    stopListening();
+    throw SandboxError("the agent did not connect to its channel socket within " +
+                       std::to_string(timeout.count()) + " ms");
+  }
+  common::UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  stopListening();  // one connection, ever: nothing in the sandbox can connect after it
+  if (!connection) throw SandboxError(systemError("accepting the agent channel"));
+
+  const auto frame = readTokenFrame(connection.get(), deadline);
+  if (!frame) throw SandboxError("the agent channel did not start with a token frame");
+  const auto message = nlohmann::json::parse(*frame, nullptr, /*allow_exceptions=*/false);
+  const auto token = message.is_object() ? message.find("channel_token") : message.end();
+  if (!message.is_object() || token == message.end() || !token->is_string() ||
+      !sameToken(token->get_ref<const std::string&>(), token_)) {
+    throw SandboxError("the connection to the agent channel socket presented a wrong token");
+  }
+  return connection;
+}
+
+}  // namespace sandbox::docker
