@@ -2,13 +2,14 @@
 # Builds the release preset (via scripts/lib.sh's set-up steps), installs the Jupyter baseline's
 # packages, and runs, each printing its table and writing bench/results/<name>.{md,json}:
 #   bench.mjs    latency against docker exec / docker run / a Jupyter kernel (latest.{md,json})
+#   channel.mjs  the agent channel: per-sandbox socket against the engine's attach stream
 #   scale.mjs    1/8/32/64 sessions at once, memory per session, cancellation (scale.{md,json})
 #   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
 #   preload.mjs  the warm pool's Python preload: first data-stack import (preload.{md,json})
 #   figures.mjs  a figure's round trip as image content, a DataFrame preview (figures.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
-#   bench/run.sh scale             only one of them (bench, scale, sidecar, preload or figures)
+#   bench/run.sh scale             only one of them (bench, channel, scale, sidecar, preload or figures)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -92,11 +93,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs) script
+  local scripts=(bench.mjs channel.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | scale | sidecar | preload | figures) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, scale, sidecar, preload or figures (or nothing for all)" ;;
+    bench | channel | scale | sidecar | preload | figures) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, scale, sidecar, preload or figures (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     log_step "benchmark ${script} (${SERVER_BIN}); the machine is shared, so expect noise"
