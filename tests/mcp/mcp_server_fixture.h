@@ -1,0 +1,57 @@
+// The fixture shared by the McpServer tests (mcp_server_*_test.cc): an McpServer with the builtin
+// tools over in-memory sandboxes (FakeBackend), one endpoint opened for "owner-a", and helpers to
+// send requests and tool calls through an endpoint.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "fake_backend.h"
+#include "mcp/mcp_server.h"
+#include "tools/builtin_tools.h"
+
+namespace mcp_test {
+
+using jsonrpc::json;
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  McpServerTest() {
+    cfg.sessions.max_sessions = 3;
+    cfg.pool.size = 0;  // these tests count creations; WarmPoolTest covers the pool
+    tools::registerBuiltinTools(registry, cfg);
+    sessions = std::make_unique<server::SessionRegistry>(
+        cfg, std::make_unique<server::SessionFactory>(cfg, backend));
+    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
+    endpoint = server->open("owner-a");
+  }
+
+  json request(jsonrpc::Endpoint& ep, const std::string& method, json params = json::object()) {
+    jsonrpc::RequestContext ctx;
+    auto reply = ep.handle(
+        {{"jsonrpc", "2.0"}, {"id", ++next_id}, {"method", method}, {"params", params}}, ctx);
+    EXPECT_TRUE(reply);
+    return reply.value_or(json());
+  }
+  json call(jsonrpc::Endpoint& ep, const std::string& tool, json arguments) {
+    return request(ep, "tools/call", {{"name", tool}, {"arguments", arguments}})["result"];
+  }
+  void initialize(jsonrpc::Endpoint& ep) {
+    request(ep, "initialize",
+            {{"protocolVersion", "2025-06-18"},
+             {"capabilities", json::object()},
+             {"clientInfo", {{"name", "t"}, {"version", "1"}}}});
+  }
+
+  config::ServerConfig cfg;
+  testing_support::FakeBackend backend;
+  tools::ToolRegistry registry;
+  std::unique_ptr<server::SessionRegistry> sessions;
+  std::unique_ptr<mcp::McpServer> server;
+  std::shared_ptr<jsonrpc::Endpoint> endpoint;
+  int next_id = 0;
+};
+
+}  // namespace mcp_test
