@@ -67,7 +67,8 @@ sandbox::SandboxSpec defaultSpec(const Options& options) {
 
 double percentile(std::vector<double> samples, double p) {
   std::sort(samples.begin(), samples.end());
-  const auto rank = static_cast<std::size_t>(std::max(1.0, p / 100.0 * samples.size()));
+  const auto rank =
+      static_cast<std::size_t>(std::max(1.0, p / 100.0 * static_cast<double>(samples.size())));
   return samples[std::min(samples.size(), rank) - 1];
 }
 
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     sandbox::docker::DockerBackend backend(backend_options);
     backend.useChannelSockets(root);
     std::vector<std::unique_ptr<sandbox::Sandbox>> sandboxes;
+    sandboxes.reserve(static_cast<std::size_t>(options.sessions));
     for (int i = 0; i < options.sessions; ++i)
       sandboxes.push_back(backend.create(defaultSpec(options)));
 
@@ -102,9 +104,11 @@ int main(int argc, char** argv) {
     int failures = 0;
     const auto started = Clock::now();
     std::vector<std::thread> threads;
+    threads.reserve(sandboxes.size());
     for (auto& sandbox : sandboxes) {
       threads.emplace_back([&, box = sandbox.get()] {
         std::vector<double> mine;
+        mine.reserve(static_cast<std::size_t>(options.calls));
         int failed = 0;
         for (int call = 0; call < options.calls; ++call) {
           CancelToken cancel;
@@ -124,7 +128,7 @@ int main(int argc, char** argv) {
                                    {"calls", latencies.size()},
                                    {"failures", failures},
                                    {"seconds", seconds},
-                                   {"calls_per_s", latencies.size() / seconds},
+                                   {"calls_per_s", static_cast<double>(latencies.size()) / seconds},
                                    {"p50_ms", percentile(latencies, 50)},
                                    {"p99_ms", percentile(latencies, 99)}};
     std::printf("%s\n", report.dump().c_str());
