@@ -235,7 +235,7 @@ void Agent::send(const nlohmann::json& message, const std::string* data) {
   if (!common::writeAll(output_fd_, bytes) ||
       (data != nullptr &&
        (!common::writeAll(output_fd_, data_header) || !common::writeAll(output_fd_, *data)))) {
-    shutdown(0, std::string("writing stdout failed (") + std::strerror(errno) +
+    shutdown(0, std::string("writing the reply stream failed (") + std::strerror(errno) +
                     "); the server went away, stopping");
   }
 }

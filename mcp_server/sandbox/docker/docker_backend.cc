@@ -99,8 +99,9 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   ContainerRecord record;
   record.name = "sandbox-mcp-" + common::randomHex(6);
   std::unique_ptr<ChannelListener> listener;
-  if (!channel_root_.empty())
+  if (!channel_root_.empty()) {
     listener = std::make_unique<ChannelListener>(channel_root_, record.name);
+  }
   const auto body = containerCreateBody(spec, options_.agent_path, ownership_labels_,
                                         listener ? listener->hostDir() : std::string());
   record.image = spec.image;
