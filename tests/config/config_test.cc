@@ -25,6 +25,7 @@ std::string errorOf(const json& document) {
 TEST(Config, EmptyDocumentGivesSecureDefaults) {
   const auto c = config::fromJson(json::object());
   EXPECT_EQ(c.sandbox.runtime, "runsc");
+  EXPECT_EQ(c.sandbox.agent_channel, "socket");
   EXPECT_EQ(c.sandbox.memory_mib, 512);
   EXPECT_DOUBLE_EQ(c.sandbox.cpus, 1.0);
   EXPECT_TRUE(c.sandbox.read_only_root);
@@ -107,6 +108,8 @@ TEST(Config, ErrorsNameTheFieldPath) {
             "config: sandbox.memry_mib is not a known setting");
   EXPECT_EQ(errorOf({{"sandbox", {{"runtime", "kata"}}}}),
             "config: sandbox.runtime must be \"runsc\" or \"runc\"");
+  EXPECT_EQ(errorOf({{"sandbox", {{"agent_channel", "tcp"}}}}),
+            "config: sandbox.agent_channel must be \"socket\" or \"attach\"");
   EXPECT_EQ(errorOf({{"execution", {{"default_timeout_s", "ten"}}}}),
             "config: execution.default_timeout_s has the wrong type (got \"ten\")");
   EXPECT_EQ(errorOf({{"volumes", {{"allowed_host_dirs", {{{"path", "rel"}}}}}}}),
