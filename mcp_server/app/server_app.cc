@@ -89,9 +89,11 @@ std::unique_ptr<sandbox::SidecarLauncher> makeSidecarLauncher(
 
 sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig& cfg) {
   sandbox::docker::DockerBackendOptions options;
-  options.socket_path = cfg.docker.socket_path;
+  options.host = cfg.docker.host;
+  options.tls = {cfg.docker.tls.ca_file, cfg.docker.tls.cert_file, cfg.docker.tls.key_file};
   options.api_version = cfg.docker.api_version;
   options.agent_path = agentPath(cfg);
+  options.python_modules = {{"sandbox_mcp.py", std::string(app::kSandboxMcpPython)}};
   options.request_timeout = std::chrono::milliseconds(cfg.docker.request_timeout_ms);
   options.default_image = cfg.sandbox.image;
   options.built_images.max_count = static_cast<std::size_t>(cfg.sandbox.built_images_max);
@@ -170,6 +172,12 @@ class SignalWatcher {
 // What sessions with an mcp_allowlist need; not required to serve (other sessions work without).
 std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
                                                 sandbox::Backend& backend) {
+  if (cfg.docker.host.rfind("tcp://", 0) == 0) {
+    return {{"mcp sidecar", true,
+             "not used: a sandbox on a remote engine cannot reach a sidecar of this host, so "
+             "sessions with mcp_allowlist are refused (a server with a unix:// engine serves "
+             "them)"}};
+  }
   const std::string binary = siblingBinary(cfg.mcp.sidecar.binary_path, "sandbox-sidecar");
   std::vector<sandbox::HealthCheck> checks;
   const bool binary_ok = ::access(binary.c_str(), X_OK) == 0;

@@ -20,8 +20,25 @@ struct AllowedHostDir {
   bool allow_rw = false;  // whether a volume may ask for mode "rw" here
 };
 
+// Client certificate for a tcp:// engine (dockerd --tlsverify): the engine is checked against
+// ca_file (and must be issued for the host docker.host names), and presents cert_file/key_file.
+// Absolute paths of PEM files; all three empty: no TLS (unix:// engines only).
+struct DockerTlsConfig {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+
+  [[nodiscard]] bool empty() const noexcept {
+    return ca_file.empty() && cert_file.empty() && key_file.empty();
+  }
+};
+
 struct DockerConfig {
-  std::string socket_path = "/var/run/docker.sock";
+  // "unix:///path" (an engine on this host) or "tcp://HOST:PORT" (anywhere; TLS required: an
+  // Engine API without client certificates is root on its host for anyone who reaches the port).
+  // The legacy docker.socket_path sets the unix:// path. DOCKER_HOST is never read.
+  std::string host = "unix:///var/run/docker.sock";
+  DockerTlsConfig tls;
   std::string api_version = "v1.41";  // Docker 20.10+ (Debian 12's docker.io)
   std::int64_t request_timeout_ms = 30000;
 };

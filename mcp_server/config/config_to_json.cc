@@ -13,7 +13,11 @@ json toJson(const ServerConfig& c) {
   }
   json document = json{
       {"docker",
-       {{"socket_path", c.docker.socket_path},
+       {{"host", c.docker.host},
+        {"tls",
+         {{"ca_file", c.docker.tls.ca_file},
+          {"cert_file", c.docker.tls.cert_file},
+          {"key_file", c.docker.tls.key_file}}},
         {"api_version", c.docker.api_version},
         {"request_timeout_ms", c.docker.request_timeout_ms}}},
       {"sandbox",

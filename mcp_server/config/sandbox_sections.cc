@@ -1,7 +1,9 @@
 // Config sections for the sandboxes and what runs in them: docker, sandbox (image, runtime,
 // limits, Dockerfile builds), execution, images, resources.
+#include <stdexcept>
 #include <string>
 
+#include "common/engine_host.h"
 #include "common/rich_output.h"
 #include "config/sections.h"
 
@@ -9,15 +11,77 @@ namespace config {
 
 using nlohmann::json;
 
+namespace {
+
+void readDockerTls(ObjectReader& parent, DockerTlsConfig& out) {
+  const json* node = parent.child("tls");
+  if (!node) return;
+  ObjectReader r(*node, "docker.tls");
+  r.read("ca_file", out.ca_file);
+  r.read("cert_file", out.cert_file);
+  r.read("key_file", out.key_file);
+  r.rejectUnknown();
+}
+
+// docker.host wins; the older docker.socket_path may say the same unix:// path, nothing else.
+void resolveDockerHost(const json& node, const std::string& socket_path, DockerConfig& out) {
+  if (!node.contains("socket_path")) return;
+  if (socket_path.empty() || socket_path.front() != '/') {
+    ObjectReader::fail("docker.socket_path", "must be an absolute path");
+  }
+  if (!node.contains("host")) {
+    out.host = "unix://" + socket_path;
+  } else if (out.host != "unix://" + socket_path) {
+    ObjectReader::fail("docker.socket_path",
+                       "(\"" + socket_path + "\") disagrees with docker.host (\"" + out.host +
+                           "\"); set only docker.host (socket_path is its older spelling)");
+  }
+}
+
+void requireTlsFile(const std::string& value, const char* key, const std::string& host) {
+  const std::string field = std::string("docker.tls.") + key;
+  if (value.empty()) {
+    ObjectReader::fail(field, "must be set for docker.host " + host +
+                                  ": an engine reached over TCP needs TLS with a client "
+                                  "certificate (set docker.tls.ca_file, cert_file and key_file; "
+                                  "an Engine API without them is root on its host for anyone "
+                                  "who reaches the port)");
+  }
+  if (value.front() != '/') ObjectReader::fail(field, "must be an absolute path");
+}
+
+}  // namespace
+
 void readDocker(ObjectReader& parent, DockerConfig& out) {
   const json* node = parent.child("docker");
   if (!node) return;
   ObjectReader r(*node, "docker");
-  r.read("socket_path", out.socket_path);
+  std::string socket_path;
+  r.read("host", out.host);
+  r.read("socket_path", socket_path);
+  readDockerTls(r, out.tls);
   r.read("api_version", out.api_version);
   r.read("request_timeout_ms", out.request_timeout_ms);
   r.rejectUnknown();
   requireAtLeast(out.request_timeout_ms, 100, "docker.request_timeout_ms");
+  resolveDockerHost(*node, socket_path, out);
+  common::EngineHost host;
+  try {
+    host = common::parseEngineHost(out.host);
+  } catch (const std::invalid_argument& e) {
+    ObjectReader::fail("docker.host", e.what());
+  }
+  out.host = host.uri();
+  if (!host.isTcp()) {
+    if (!out.tls.empty()) {
+      ObjectReader::fail("docker.tls", "applies only to tcp:// engines, and docker.host is " +
+                                           out.host + "; remove docker.tls");
+    }
+    return;
+  }
+  requireTlsFile(out.tls.ca_file, "ca_file", out.host);
+  requireTlsFile(out.tls.cert_file, "cert_file", out.host);
+  requireTlsFile(out.tls.key_file, "key_file", out.host);
 }
 
 void readSandbox(ObjectReader& parent, SandboxConfig& out) {

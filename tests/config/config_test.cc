@@ -119,6 +119,61 @@ TEST(Config, ErrorsNameTheFieldPath) {
   EXPECT_EQ(errorOf(json::array()), "config: the document must be an object");
 }
 
+TEST(Config, DockerHostIsAUnixSocketOrTcpWithTls) {
+  const auto defaults = config::fromJson(json::object());
+  EXPECT_EQ(defaults.docker.host, "unix:///var/run/docker.sock");
+  EXPECT_TRUE(defaults.docker.tls.empty());
+  // The older socket_path still names the unix socket; saying the same thing twice is fine.
+  EXPECT_EQ(config::fromJson({{"docker", {{"socket_path", "/run/d.sock"}}}}).docker.host,
+            "unix:///run/d.sock");
+  EXPECT_EQ(config::fromJson(
+                {{"docker", {{"socket_path", "/run/d.sock"}, {"host", "unix:///run/d.sock"}}}})
+                .docker.host,
+            "unix:///run/d.sock");
+  const json tls = {{"ca_file", "/etc/sandbox-mcp/ca.pem"},
+                    {"cert_file", "/etc/sandbox-mcp/cert.pem"},
+                    {"key_file", "/etc/sandbox-mcp/key.pem"}};
+  const auto remote = config::fromJson({{"docker", {{"host", "tcp://[::1]:2376"}, {"tls", tls}}}});
+  EXPECT_EQ(remote.docker.host, "tcp://[::1]:2376");
+  EXPECT_EQ(remote.docker.tls.cert_file, "/etc/sandbox-mcp/cert.pem");
+  EXPECT_EQ(config::toJson(config::fromJson(config::toJson(remote))), config::toJson(remote));
+
+  EXPECT_EQ(errorOf({{"docker", {{"host", "tcp://10.0.0.5:2376"}}}}),
+            "config: docker.tls.ca_file must be set for docker.host tcp://10.0.0.5:2376: an "
+            "engine reached over TCP needs TLS with a client certificate (set docker.tls.ca_file, "
+            "cert_file and key_file; an Engine API without them is root on its host for anyone "
+            "who reaches the port)");
+  json no_key = tls;
+  no_key.erase("key_file");
+  EXPECT_EQ(errorOf({{"docker", {{"host", "tcp://h:1"}, {"tls", no_key}}}})
+                .rfind("config: docker.tls.key_file must be set for docker.host tcp://h:1", 0),
+            0U);
+  json relative = tls;
+  relative["ca_file"] = "ca.pem";
+  EXPECT_EQ(errorOf({{"docker", {{"host", "tcp://h:1"}, {"tls", relative}}}}),
+            "config: docker.tls.ca_file must be an absolute path");
+  EXPECT_EQ(errorOf({{"docker", {{"tls", tls}}}}),
+            "config: docker.tls applies only to tcp:// engines, and docker.host is "
+            "unix:///var/run/docker.sock; remove docker.tls");
+  EXPECT_EQ(errorOf({{"docker", {{"tls", {{"ca", "/x"}}}}}}),
+            "config: docker.tls.ca is not a known setting");
+  EXPECT_EQ(errorOf({{"docker", {{"host", "/var/run/docker.sock"}}}}),
+            "config: docker.host '/var/run/docker.sock' must start with unix:// or tcp:// (ssh:// "
+            "and other schemes are not supported)");
+  EXPECT_EQ(errorOf({{"docker", {{"host", "tcp://h"}, {"tls", tls}}}}),
+            "config: docker.host 'tcp://h' needs a port (tcp://HOST:PORT; dockerd's TLS port is "
+            "usually 2376)");
+  EXPECT_EQ(errorOf({{"docker", {{"socket_path", "/a.sock"}, {"host", "unix:///b.sock"}}}}),
+            "config: docker.socket_path (\"/a.sock\") disagrees with docker.host "
+            "(\"unix:///b.sock\"); set only docker.host (socket_path is its older spelling)");
+  EXPECT_EQ(
+      errorOf({{"docker", {{"socket_path", "/a.sock"}, {"host", "tcp://h:1"}, {"tls", tls}}}}),
+      "config: docker.socket_path (\"/a.sock\") disagrees with docker.host "
+      "(\"tcp://h:1\"); set only docker.host (socket_path is its older spelling)");
+  EXPECT_EQ(errorOf({{"docker", {{"socket_path", "run/d.sock"}}}}),
+            "config: docker.socket_path must be an absolute path");
+}
+
 TEST(Config, RoundTripsThroughJson) {
   auto c = config::fromJson({{"sessions", {{"max_sessions", 3}}}});
   auto again = config::fromJson(config::toJson(c));

@@ -180,7 +180,7 @@ TEST(DockerBackend, ChecksItsOwnHealth) {
   EXPECT_NE(std::find(runtimes.begin(), runtimes.end(), "runc"), runtimes.end());
 
   DockerBackendOptions broken = options();
-  broken.socket_path = "/nonexistent/docker.sock";
+  broken.host = "unix:///nonexistent/docker.sock";
   broken.default_image = "nope:latest";
   DockerBackend unreachable(broken);
   const auto failing = unreachable.healthChecks();

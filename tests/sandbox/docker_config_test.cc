@@ -24,7 +24,8 @@ SandboxSpec pythonSpec() {
 }
 
 TEST(ContainerCreateBody, LocksTheContainerDown) {
-  const json body = containerCreateBody(pythonSpec(), "/opt/agent", {{kLabelInstance, "me"}});
+  const json body = containerCreateBody(pythonSpec(), AgentMounts::fromHost("/opt/agent"),
+                                        {{kLabelInstance, "me"}});
   EXPECT_EQ(body["Cmd"], json({"/.sandbox/agent", "--code-user", "65534:65534"}));
   EXPECT_EQ(body["Entrypoint"], json::array());
   EXPECT_EQ(body["Tty"], false);
@@ -59,7 +60,7 @@ TEST(ContainerCreateBody, WithoutACodeUserTheAgentGetsNoCapability) {
   spec.image = "img";
   spec.runtime = "runsc";
   spec.user = "";
-  const json body = containerCreateBody(spec, "/host/agent", {});
+  const json body = containerCreateBody(spec, AgentMounts::fromHost("/host/agent"), {});
   EXPECT_EQ(body["Cmd"], json({"/.sandbox/agent"}));
   EXPECT_FALSE(body.contains("User"));
   EXPECT_EQ(body["HostConfig"]["CapAdd"], json::array());
@@ -71,7 +72,9 @@ TEST(ContainerCreateBody, RefusesANonNumericCodeUser) {
   spec.runtime = "runsc";
   for (const char* user : {"nobody", "65534", "65534:", ":1", "1:2:3", "-1:0"}) {
     spec.user = user;
-    EXPECT_THROW((void)containerCreateBody(spec, "/host/agent", {}), SandboxError) << user;
+    EXPECT_THROW((void)containerCreateBody(spec, AgentMounts::fromHost("/host/agent"), {}),
+                 SandboxError)
+        << user;
   }
 }
 
@@ -93,7 +96,7 @@ TEST(ContainerCreateBody, RejectsSpecsItCannotHonour) {
     SandboxSpec spec = pythonSpec();
     row.mutate(spec);
     try {
-      (void)containerCreateBody(spec, "/opt/agent", {});
+      (void)containerCreateBody(spec, AgentMounts::fromHost("/opt/agent"), {});
       ADD_FAILURE() << row.name << ": accepted";
     } catch (const SandboxError& e) {
       EXPECT_NE(std::string(e.what()).find(row.expected), std::string::npos)

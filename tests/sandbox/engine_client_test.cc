@@ -25,7 +25,7 @@ std::string socketPath(const char* name) {
 
 EngineClientOptions optionsFor(const std::string& path) {
   EngineClientOptions options;
-  options.socket_path = path;
+  options.endpoint = common::EngineHost::unixSocket(path);
   options.request_timeout = 2s;
   return options;
 }

@@ -79,7 +79,7 @@ TEST(ContainerCreateBody, MountsThePythonHelperAndPutsItOnPythonPath) {
   spec.runtime = "runsc";
   spec.environment = {{"PYTHONPATH", "/work/lib"}};
   spec.python_helper_dir = "/run/x/python";
-  const json body = containerCreateBody(spec, "/opt/agent", {});
+  const json body = containerCreateBody(spec, AgentMounts::fromHost("/opt/agent"), {});
   const json& binds = body["HostConfig"]["Binds"];
   EXPECT_NE(std::find(binds.begin(), binds.end(), "/run/x/python:/.sandbox/python:ro"),
             binds.end());

@@ -15,7 +15,8 @@ std::unique_ptr<AttachStream> AttachStream::open(EngineClient& engine,
 
 AttachStream::AttachStream(UpgradedConnection connection, std::string container_id,
                            std::chrono::milliseconds send_timeout)
-    : socket_(std::move(connection.fd), send_timeout),
+    : pump_(std::move(connection.pump)),
+      socket_(std::move(connection.fd), send_timeout),
       container_id_(std::move(container_id)),
       pending_raw_(std::move(connection.buffered)) {}
 

@@ -51,6 +51,7 @@ class AttachStream : public ByteStream {
   void onStderr(std::string_view bytes);
   void logLine(std::string_view line, bool cut);
 
+  std::unique_ptr<StreamPump> pump_;  // TLS engines: relays socket_ to the TLS stream
   SocketStream socket_;
   std::string container_id_;
   std::string pending_raw_;  // bytes the HTTP parser read past the 101 reply (consumed first)

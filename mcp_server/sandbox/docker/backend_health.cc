@@ -1,5 +1,6 @@
 // DockerBackend's health checks (`sandbox-mcp doctor`, start-up readiness): the engine, the
-// runsc runtime and its host-socket flag, the default image and the agent binary.
+// runsc runtime and its host-socket flag, the default image and the agent binary (on a remote
+// engine: its copy in the agent volume there).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +18,30 @@ std::vector<HealthCheck> DockerBackend::healthChecks() {
   for (auto& check : checkRuntime()) checks.push_back(std::move(check));
   checks.push_back(checkImage());
   checks.push_back(checkAgentBinary());
+  if (agent_volume_) {
+    // The volume needs the agent and the image; it is what sandboxes on this engine run.
+    if (checks.back().ok && checks[checks.size() - 2].ok) checkAgentVolume(checks.back());
+    checks.push_back(describeRemoteEngine());
+  }
   return checks;
+}
+
+// The agent as a remote engine's sandboxes see it: copied into a volume there (filled now when
+// missing, so the first session does not pay for it). Named like checkAgentBinary: required.
+void DockerBackend::checkAgentVolume(HealthCheck& agent) {
+  try {
+    agent.detail += ", copied to volume " + agent_volume_->ensure() + " on the engine";
+  } catch (const std::exception& e) {
+    agent.ok = false;
+    agent.detail = e.what();
+  }
+}
+
+HealthCheck DockerBackend::describeRemoteEngine() const {
+  return {"remote engine", true,
+          engine_->options().endpoint.uri() +
+              " over TLS: sandboxes mount the agent volume (no host path), frames go over "
+              "attach; sessions with mcp_allowlist or volumes need a local (unix://) engine"};
 }
 
 HealthCheck DockerBackend::checkEngine() {
@@ -25,10 +49,17 @@ HealthCheck DockerBackend::checkEngine() {
   try {
     const auto version = engine_->request(Method::kGet, "/version").json();
     check.ok = true;
+    const auto& endpoint = engine_->options().endpoint;
     check.detail = "Docker Engine " + version.value("Version", std::string("?")) + " (API " +
-                   version.value("ApiVersion", std::string("?")) + ") at " + options_.socket_path;
+                   version.value("ApiVersion", std::string("?")) + ") at " + endpoint.uri() +
+                   (endpoint.isTcp()
+                        ? " over TLS (client certificate " + engine_->options().tls.cert_file + ")"
+                        : "");
   } catch (const std::exception& e) {
-    check.detail = std::string(e.what()) + ". Fix: start dockerd with scripts/setup.sh";
+    check.detail = std::string(e.what()) + (engine_->remote()
+                                                ? ". Fix: check docker.host and docker.tls against "
+                                                  "dockerd's -H tcp://... --tlsverify settings"
+                                                : ". Fix: start dockerd with scripts/setup.sh");
   }
   return check;
 }
@@ -58,6 +89,12 @@ std::vector<HealthCheck> DockerBackend::checkRuntime() {
   }
   registered.ok = true;
   registered.detail = "runsc registered at " + runsc.value("path", std::string("?"));
+  if (engine_->remote()) {
+    // Neither the channel socket nor the sidecar socket can reach a sandbox on another machine.
+    host_uds.ok = true;
+    host_uds.detail = "not needed: sandboxes on a remote engine use no host socket";
+    return {registered, host_uds};
+  }
 
   // The engine reports runtimeArgs in /info; older engines only have them in daemon.json.
   nlohmann::json args = runsc.value("runtimeArgs", nlohmann::json());

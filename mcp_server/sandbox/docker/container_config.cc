@@ -67,15 +67,53 @@ void validateSpec(const SandboxSpec& spec) {
   }
 }
 
+void refuseHostMounts(const SandboxSpec& spec) {
+  if (spec.volumes.empty()) return;
+  const auto& volume = spec.volumes.front();
+  throw SandboxError(
+      "this sandbox would mount " + volume.host_path + " from the server's machine at " +
+      volume.container_path +
+      ", but the Docker engine is on another machine (docker.host tcp://), where that path is "
+      "not this host's. Sandboxes on a remote engine get no host mounts: sessions with "
+      "mcp_allowlist (the sidecar's socket directory is such a mount) or volumes need a server "
+      "whose docker.host is a local unix:// socket");
+}
+
 std::string tmpfsOptions(std::int64_t size_mib) {
   // Docker mounts tmpfs noexec unless told otherwise; running what you just compiled or
   // pip-installed is the point of a code sandbox, and the isolation boundary is gVisor.
   return "rw,nosuid,nodev,exec,size=" + std::to_string(size_mib) + "m,mode=1777";
 }
 
-nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& agent_host_path,
-                                   const std::map<std::string, std::string>& ownership_labels,
-                                   const std::string& channel_host_dir) {
+namespace {
+
+// The volume of a remote engine at /.sandbox, or the host's agent, channel and helper binds.
+void addAgentMounts(const SandboxSpec& spec, const AgentMounts& mounts, nlohmann::json& binds,
+                    nlohmann::json& volume_mounts) {
+  if (!mounts.volume.empty()) {
+    refuseHostMounts(spec);
+    volume_mounts.push_back({{"Type", "volume"},
+                             {"Source", mounts.volume},
+                             {"Target", kSandboxDirContainerPath},
+                             {"ReadOnly", true},
+                             {"VolumeOptions", {{"NoCopy", true}}}});
+    return;
+  }
+  requireBindablePath(mounts.agent_host_path, "the agent path");
+  binds.push_back(mounts.agent_host_path + ":" + kAgentContainerPath + ":ro");
+  if (!mounts.channel_host_dir.empty()) {
+    requireBindablePath(mounts.channel_host_dir, "the agent channel directory");
+    binds.push_back(mounts.channel_host_dir + ":" + kChannelContainerPath + ":ro");
+  }
+  if (!spec.python_helper_dir.empty()) {
+    binds.push_back(spec.python_helper_dir + ":" + kPythonHelperContainerPath + ":ro");
+  }
+}
+
+}  // namespace
+
+nlohmann::json containerCreateBody(const SandboxSpec& spec, const AgentMounts& mounts,
+                                   const std::map<std::string, std::string>& ownership_labels) {
   validateSpec(spec);
   auto environment = spec.environment;
   if (!spec.python_helper_dir.empty()) {
@@ -91,14 +129,8 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
   for (const auto& [key, value] : ownership_labels) labels[key] = value;
 
   nlohmann::json binds = nlohmann::json::array();
-  binds.push_back(agent_host_path + ":" + kAgentContainerPath + ":ro");
-  if (!channel_host_dir.empty()) {
-    requireBindablePath(channel_host_dir, "the agent channel directory");
-    binds.push_back(channel_host_dir + ":" + kChannelContainerPath + ":ro");
-  }
-  if (!spec.python_helper_dir.empty()) {
-    binds.push_back(spec.python_helper_dir + ":" + kPythonHelperContainerPath + ":ro");
-  }
+  nlohmann::json volume_mounts = nlohmann::json::array();
+  addAgentMounts(spec, mounts, binds, volume_mounts);
   for (const auto& volume : spec.volumes) {
     binds.push_back(volume.host_path + ":" + volume.container_path +
                     (volume.read_only ? ":ro" : ":rw"));
@@ -126,6 +158,7 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const std::string& a
       {"ReadonlyRootfs", spec.read_only_root},
       {"Tmpfs", tmpfs},
       {"Binds", binds},
+      {"Mounts", volume_mounts},
       // When the server dies its attach connection closes, the agent sees EOF on stdin and
       // exits, and the engine removes the container: a crash leaves nothing running.
       {"AutoRemove", true},

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <stdexcept>
 
 #include "common/random_id.h"
 #include "sandbox/agent_channel.h"
@@ -79,7 +80,12 @@ DockerBackend::DockerBackend(DockerBackendOptions options)
     : options_(std::move(options)), self_(ProcessIdentity::current()) {
   if (options_.instance_id.empty()) options_.instance_id = common::randomHex(8);
   EngineClientOptions engine_options;
-  engine_options.socket_path = options_.socket_path;
+  try {
+    engine_options.endpoint = common::parseEngineHost(options_.host);
+  } catch (const std::invalid_argument& e) {
+    throw SandboxError(std::string("docker.host ") + e.what());
+  }
+  engine_options.tls = options_.tls;
   engine_options.api_version = options_.api_version;
   engine_options.connect_timeout = options_.connect_timeout;
   engine_options.request_timeout = options_.request_timeout;
@@ -88,6 +94,30 @@ DockerBackend::DockerBackend(DockerBackendOptions options)
   for (auto& [key, value] : ownershipLabels(options_.instance_id, self_)) {
     ownership_labels_[key] = value;
   }
+  if (engine_->remote()) {
+    agent_volume_ =
+        std::make_unique<AgentVolume>(*engine_, options_.agent_path, options_.python_modules,
+                                      options_.default_image, ownership_labels_);
+  }
+}
+
+void DockerBackend::useChannelSockets(std::string root) {
+  if (engine_->remote()) {
+    logger().info(
+        "docker.host is {}: agent frames use the engine's attach stream (the channel socket "
+        "needs the engine on this host)",
+        engine_->options().endpoint.uri());
+    return;
+  }
+  channel_root_ = std::move(root);
+}
+
+AgentMounts DockerBackend::agentMounts(const SandboxSpec& spec, const ChannelListener* listener) {
+  if (agent_volume_) {
+    refuseHostMounts(spec);  // before the volume is prepared
+    return AgentMounts::fromVolume(agent_volume_->ensure());
+  }
+  return AgentMounts::fromHost(options_.agent_path, listener ? listener->hostDir() : std::string());
 }
 
 DockerBackend::~DockerBackend() = default;
@@ -102,8 +132,7 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   if (!channel_root_.empty()) {
     listener = std::make_unique<ChannelListener>(channel_root_, record.name);
   }
-  const auto body = containerCreateBody(spec, options_.agent_path, ownership_labels_,
-                                        listener ? listener->hostDir() : std::string());
+  const auto body = containerCreateBody(spec, agentMounts(spec, listener.get()), ownership_labels_);
   record.image = spec.image;
   record.runtime = spec.runtime;
   record.memory_mib = spec.limits.memory_mib;
@@ -124,6 +153,7 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   try {
     hello = channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
   } catch (const ChannelClosedError& e) {
+    if (agent_volume_) agent_volume_->forget();  // check the volume again next time
     std::string message = "the sandbox agent did not start: ";
     const auto fate = waitForContainerFate(*engine_, record.id, record.created_unix - 1,
                                            DockerSandbox::kFateWait);

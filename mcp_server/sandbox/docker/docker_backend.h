@@ -1,5 +1,6 @@
 // sandbox::Backend on the Docker Engine API: each sandbox is a container running the static
-// sandbox-agent as PID 1 (bind-mounted read-only), normally under gVisor (runsc).
+// sandbox-agent as PID 1 (bind-mounted read-only; on a remote engine from a read-only volume,
+// agent_volume.h), normally under gVisor (runsc).
 // Thread-safe: create() and the other calls may run concurrently.
 #pragma once
 
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "sandbox/backend.h"
+#include "sandbox/docker/agent_volume.h"
 #include "sandbox/docker/built_images.h"
+#include "sandbox/docker/container_config.h"
 #include "sandbox/docker/docker_sandbox.h"
 #include "sandbox/docker/engine_client.h"
 #include "sandbox/docker/ownership.h"
@@ -19,9 +22,16 @@
 namespace sandbox::docker {
 
 struct DockerBackendOptions {
-  std::string socket_path = "/var/run/docker.sock";
+  // unix:///path (an engine on this host) or tcp://HOST:PORT with `tls` (an engine anywhere:
+  // sandboxes then get the agent from a volume on it, frames go over attach, and no host path
+  // is mounted). common/engine_host.h has the grammar.
+  std::string host = "unix:///var/run/docker.sock";
+  EngineTlsFiles tls;                 // tcp:// only, then all three files are required
   std::string api_version = "v1.41";  // the engine here is 20.10
   std::string agent_path;             // host path of the static sandbox-agent binary
+  // A remote engine's copy of the server's Python helpers (file name -> source), put in the
+  // agent volume at /.sandbox/python; a local engine bind-mounts spec.python_helper_dir instead.
+  std::map<std::string, std::string> python_modules;
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds hello_timeout{15000};           // from start until the agent answers
@@ -54,9 +64,12 @@ class DockerBackend final : public Backend {
   // Frames to and from agents then travel over a Unix socket per sandbox, in a directory under
   // `root` bind-mounted into the sandbox (channel_listener.h), instead of the attached stdio: no
   // dockerd and containerd-shim in the path (bench/: lower latency, 10 MiB files several times
-  // faster). The server and the engine must share a host. An agent that cannot connect (a runtime
-  // without --host-uds=open) keeps the attached stdio, with a warning. Call before create().
-  void useChannelSockets(std::string root) { channel_root_ = std::move(root); }
+  // faster). The server and the engine must share a host: with a remote (tcp://) engine this
+  // keeps the attached stdio and says so once. An agent that cannot connect (a runtime without
+  // --host-uds=open) keeps the attached stdio, with a warning. Call before create().
+  void useChannelSockets(std::string root);
+  // Whether the engine is reached over tcp:// (it runs on another machine).
+  [[nodiscard]] bool remote() const noexcept { return engine_->remote(); }
 
   [[nodiscard]] const std::string& instanceId() const noexcept { return options_.instance_id; }
   [[nodiscard]] EngineClient& engine() noexcept { return *engine_; }
@@ -71,6 +84,10 @@ class DockerBackend final : public Backend {
   std::vector<HealthCheck> checkRuntime();
   HealthCheck checkImage();
   HealthCheck checkAgentBinary() const;
+  void checkAgentVolume(HealthCheck& agent);
+  HealthCheck describeRemoteEngine() const;
+  // What create() mounts for the agent: host binds, or the agent volume of a remote engine.
+  AgentMounts agentMounts(const SandboxSpec& spec, const ChannelListener* listener);
   // After hello: moves the frames to the socket when the agent can reach it, else keeps `attached`.
   AgentLink linkAgent(std::shared_ptr<AgentChannel> attached,
                       std::unique_ptr<ChannelListener> listener, const std::string& name);
@@ -79,7 +96,8 @@ class DockerBackend final : public Backend {
   std::shared_ptr<EngineClient> engine_;
   ProcessIdentity self_;
   std::map<std::string, std::string> ownership_labels_;
-  std::string channel_root_;  // empty: frames use the attached stdio
+  std::string channel_root_;                   // empty: frames use the attached stdio
+  std::unique_ptr<AgentVolume> agent_volume_;  // remote engines only
   std::atomic<bool> warned_no_socket_{false};
 };
 

@@ -103,6 +103,15 @@ DockerSidecarLauncher::DockerSidecarLauncher(std::shared_ptr<EngineClient> engin
     : engine_(std::move(engine)), options_(std::move(options)) {}
 
 std::unique_ptr<Sidecar> DockerSidecarLauncher::launch(const SidecarSpec& spec) {
+  if (engine_->remote()) {
+    throw SandboxError(
+        "mcp_allowlist is not available with the Docker engine at " +
+        engine_->options().endpoint.uri() +
+        ": the MCP sidecar container mounts the session's directory from this host, and the "
+        "sandbox reaches the sidecar through a socket in it, but that engine runs on another "
+        "machine. Omit mcp_allowlist here, or use a server whose docker.host is a local unix:// "
+        "socket for sessions that call MCP servers");
+  }
   if (::access(options_.binary_path.c_str(), X_OK) != 0) {
     throw SandboxError("cannot start the MCP sidecar: " + options_.binary_path +
                        " is missing or not executable; build the project (it sits next to "

@@ -36,6 +36,12 @@ EngineError::EngineError(int status, std::string message, std::string_view reque
 
 std::string engineAdvice(int status, std::string_view message, std::string_view request_line) {
   if (status == 0) {
+    // TLS failures (tls_connection.cc) already say which file or name to check.
+    if (containsNoCase(message, "docker.tls") || containsNoCase(message, "TLS")) return {};
+    if (containsNoCase(message, "tcp://")) {
+      return "is dockerd listening there (-H tcp://HOST:PORT --tlsverify) and reachable from "
+             "this host? check docker.host";
+    }
     if (containsNoCase(message, "no such file") || containsNoCase(message, "refused")) {
       return "is dockerd running? start it with scripts/setup.sh, or point the server at the "
              "right socket";
