@@ -56,8 +56,8 @@ readonly SANDBOX_APT_PACKAGES=(
   # container engine and the offline image builder (docker/build-images.sh); gVisor (runsc)
   # comes from bookworm-backports: see install_gvisor
   docker.io debootstrap
-  # script helpers, e2e/bench tooling
-  python3 curl jq hyperfine
+  # script helpers, e2e/bench tooling; openssl makes scripts/tls_dockerd.sh's certificates
+  python3 curl jq hyperfine openssl
 )
 
 apt_package_installed() {

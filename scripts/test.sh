@@ -4,8 +4,11 @@
 #   unit tests:              in parallel (-j2)
 #   integration, e2e, adversarial, other: one at a time (they share dockerd and its warm containers)
 # Under this command the engine is set up, so nothing may skip: a skipped test counts as failed.
-# Afterwards no container labelled sandbox-mcp.managed=1, no runsc process without its container,
-# no new Docker volume and no server run-time directory may remain (a leak is a bug).
+# A second, TLS-only engine on a loopback TCP port (scripts/tls_dockerd.sh) stands in for a remote
+# engine during the run; it is stopped at the end (its data root, with the image, is kept).
+# Afterwards no container labelled sandbox-mcp.managed=1, no container on the TLS engine, no runsc
+# process without its container, no new Docker volume and no server run-time directory may remain
+# (a leak is a bug; the TLS engine's agent volume is a cache in its own data root).
 #   SANDBOX_TEST_TIMEOUT  default per-test timeout in seconds (300)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -146,12 +149,31 @@ check_volume_leaks() {
   return 1
 }
 
+readonly TLS_DOCKERD="${SANDBOX_REPO_ROOT}/scripts/tls_dockerd.sh"
+
+# Fails when the run left containers on the TLS engine (it serves these tests alone).
+check_tls_engine_leaks() {
+  local leaked=()
+  log_step "check for containers left on the TLS engine"
+  mapfile -t leaked < <(docker -H "unix://${SANDBOX_TLS_ENGINE_SOCKET}" ps -aq)
+  if ((${#leaked[@]} == 0)); then
+    log_info "none"
+    return 0
+  fi
+  printf 'error: the tests left %d container(s) on the TLS engine: %s\n' "${#leaked[@]}" \
+    "${leaked[*]}" >&2
+  return 1
+}
+
 main() {
   # tests/e2e/images.test.mjs checks the minimal image too
   SANDBOX_WITH_MINIMAL=1 run_setup_steps "${PRESET}"
 
   RESULTS_DIR="$(mktemp -d /tmp/sandbox-mcp-tests.XXXXXX)"
-  trap 'rm -rf "${RESULTS_DIR}"' EXIT
+  trap 'bash "${TLS_DOCKERD}" stop || true; rm -rf "${RESULTS_DIR}"' EXIT
+  # tests/sandbox/remote_engine_*_test.cc (SANDBOX_TLS_ENGINE_* name it)
+  bash "${TLS_DOCKERD}" start
+  eval "$(bash "${TLS_DOCKERD}" env)"
   local before="${RESULTS_DIR}/containers-before.txt"
   managed_containers >"${before}"
   local dirs_before="${RESULTS_DIR}/runtime-dirs-before.txt"
@@ -169,6 +191,8 @@ main() {
   run_ctest unlabelled 1 -LE '^(unit|integration|e2e|adversarial)$'
 
   local leak_status=0
+  check_tls_engine_leaks || leak_status=1
+  bash "${TLS_DOCKERD}" stop # before the runsc check: its sandboxes are not the main engine's
   check_container_leaks "${before}" || leak_status=1
   check_runtime_dir_leaks "${dirs_before}" || leak_status=1
   check_runsc_leaks || leak_status=1
