@@ -6,6 +6,7 @@ add_library(mcp_core STATIC
   config/config_to_json.cc
   config/mcp_sections.cc
   config/sandbox_sections.cc
+  config/server_sections.cc
   config/session_sections.cc
   config/transport_sections.cc
   config/weakenings.cc
@@ -24,12 +25,13 @@ add_library(mcp_server_sessions STATIC
   server/server_endpoints.cc
   server/session.cc
   server/session_factory.cc
+  server/session_metrics.cc
   server/session_registry.cc
   server/volume_policy.cc
   server/warm_pool.cc)
 target_link_libraries(mcp_server_sessions
-  PUBLIC mcp_core mcp_common mcp_sandbox policy nlohmann_json::nlohmann_json spdlog::spdlog
-         Threads::Threads
+  PUBLIC mcp_core mcp_common mcp_sandbox mcp_metrics policy nlohmann_json::nlohmann_json
+         spdlog::spdlog Threads::Threads
   PRIVATE project_warnings project_sanitizers)
 
 # mcp_tools: one file per built-in tool, their registry and argument validation.
@@ -46,6 +48,7 @@ add_library(mcp_tools STATIC
   tools/run_shell.cc
   tools/schema_validator.cc
   tools/session_options.cc
+  tools/tool_metrics.cc
   tools/tool_registry.cc
   tools/upload_file.cc)
 target_link_libraries(mcp_tools
@@ -74,7 +77,8 @@ set(APP_GENERATED_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
 embed_text(${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
            ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h kSandboxMcpPython app
            "Embedding sandbox_mcp.py into sandbox-mcp")
-add_library(mcp_app STATIC app/cli_options.cc app/server_app.cc
+add_library(mcp_app STATIC app/cli_options.cc app/drain.cc app/fleet_endpoints.cc app/server_app.cc
+            app/server_metrics.cc app/serving.cc app/signal_watcher.cc
             ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h)
 target_include_directories(mcp_app PRIVATE ${APP_GENERATED_DIR})
 target_link_libraries(mcp_app PUBLIC mcp_protocol mcp_sandbox mcp_transport

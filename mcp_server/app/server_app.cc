@@ -1,25 +1,21 @@
 #include "app/server_app.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cctype>
-#include <csignal>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "app/sandbox_mcp_source.h"
+#include "app/server_metrics.h"
+#include "app/serving.h"
+#include "app/signal_watcher.h"
 #include "config/config.h"
 #include "config/weakenings.h"
 #include "mcp/mcp_server.h"
@@ -30,8 +26,7 @@
 #include "sandbox/runtime_dir.h"
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
-#include "transport/http_transport.h"
-#include "transport/stdio_transport.h"
+#include "tools/tool_metrics.h"
 
 namespace app {
 namespace {
@@ -47,10 +42,18 @@ void setupLogging(const std::string& level) {
 config::ServerConfig loadConfig(const CliOptions& options) {
   auto cfg = options.config_path.empty() ? config::fromJson(nlohmann::json::object())
                                          : config::loadFile(options.config_path);
-  if (!options.log_level.empty()) {
+  const char* instance_env = std::getenv("SANDBOX_MCP_INSTANCE_ID");
+  const bool instance_from_env = cfg.instance_id.empty() && instance_env && *instance_env;
+  if (!options.log_level.empty() || instance_from_env) {
     auto document = config::toJson(cfg);
-    document["log_level"] = options.log_level;
-    cfg = config::fromJson(document);
+    if (!options.log_level.empty()) document["log_level"] = options.log_level;
+    if (instance_from_env) document["instance_id"] = instance_env;
+    try {
+      cfg = config::fromJson(document);  // validates what came from the environment too
+    } catch (const config::ConfigError& e) {
+      if (!instance_from_env) throw;
+      throw config::ConfigError(std::string(e.what()) + " (from SANDBOX_MCP_INSTANCE_ID)");
+    }
   }
   return cfg;
 }
@@ -94,6 +97,7 @@ sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig&
   options.api_version = cfg.docker.api_version;
   options.agent_path = agentPath(cfg);
   options.python_modules = {{"sandbox_mcp.py", std::string(app::kSandboxMcpPython)}};
+  options.instance_id = cfg.instance_id;  // empty: DockerBackend picks a random one
   options.request_timeout = std::chrono::milliseconds(cfg.docker.request_timeout_ms);
   options.default_image = cfg.sandbox.image;
   options.built_images.max_count = static_cast<std::size_t>(cfg.sandbox.built_images_max);
@@ -101,25 +105,11 @@ sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig&
   return options;
 }
 
-std::string readToken(const CliOptions& options) {
-  std::string token;
-  if (!options.token_file.empty()) {
-    std::ifstream in(options.token_file);
-    if (!in) throw config::ConfigError("cannot read --token-file " + options.token_file);
-    std::getline(in, token);
-  } else if (const char* env = std::getenv("SANDBOX_MCP_TOKEN")) {
-    token = env;
-  }
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-  return token;
-}
-
 // Start-up refuses to serve when a check that every call depends on fails, and says how to fix it.
-bool checkReadiness(sandbox::Backend& backend) {
+bool checkReadiness(sandbox::Backend& backend, const config::ServerConfig& cfg) {
   bool ready = true;
   for (const auto& check : backend.healthChecks()) {
-    const bool required = check.name == "docker engine" || check.name == "default image" ||
-                          check.name == "sandbox agent";
+    const bool required = isRequiredCheck(check.name, cfg);
     if (check.ok) {
       spdlog::debug("check {}: {}", check.name, check.detail);
     } else if (required) {
@@ -131,43 +121,6 @@ bool checkReadiness(sandbox::Backend& backend) {
   }
   return ready;
 }
-
-// Blocks the termination signals in every thread; one thread waits for them and calls `stop`.
-class SignalWatcher {
- public:
-  static constexpr int kWakeSignal = SIGUSR1;  // ends the wait when the server stopped by itself
-
-  SignalWatcher() {
-    sigemptyset(&set_);
-    for (int signal : {SIGINT, SIGTERM, SIGHUP, kWakeSignal}) sigaddset(&set_, signal);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);
-  }
-  ~SignalWatcher() {
-    if (thread_.joinable()) {
-      pthread_kill(thread_.native_handle(), kWakeSignal);
-      thread_.join();
-    }
-  }
-  SignalWatcher(const SignalWatcher&) = delete;
-  SignalWatcher& operator=(const SignalWatcher&) = delete;
-
-  void onSignal(std::function<void()> stop) {
-    thread_ = std::thread([this, stop = std::move(stop)] {
-      int signal = 0;
-      if (sigwait(&set_, &signal) == 0 && signal != kWakeSignal && !done_) {
-        spdlog::info("received signal {}; shutting down", signal);
-        stop();
-      }
-    });
-  }
-  void finish() { done_ = true; }
-
- private:
-  sigset_t set_{};
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 // What sessions with an mcp_allowlist need; not required to serve (other sessions work without).
 std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
@@ -231,7 +184,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   SignalWatcher signals;  // before any thread starts, so all inherit the mask
   logWeakenings(cfg);
   sandbox::docker::DockerBackend backend(backendOptions(cfg));
-  if (!checkReadiness(backend)) {
+  if (!checkReadiness(backend, cfg)) {
     spdlog::error(
         "not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
         "full check-list)");
@@ -242,6 +195,8 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
       spdlog::warn("check {} failed: {} (sessions with mcp_allowlist will fail)", check.name,
                    check.detail);
   }
+  spdlog::info("instance id {}{}", backend.instanceId(),
+               cfg.instance_id.empty() ? " (random; set instance_id for a fleet)" : "");
   if (const int removed = backend.removeOrphans(); removed > 0) {
     spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
   }
@@ -260,62 +215,37 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   services.python_helper_dir =
       runtime_dir.writePythonModule("sandbox_mcp.py", std::string(app::kSandboxMcpPython));
 
+  metrics::Registry metrics_registry;  // first in, last out: the callbacks below refer to it
+  const server::SessionMetrics session_metrics(&metrics_registry);
+  services.metrics = &session_metrics;
+  const tools::ToolMetrics tool_metrics(&metrics_registry);
+
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
   server::SessionRegistry sessions(
       cfg, std::make_unique<server::SessionFactory>(cfg, backend, services));
   spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
                cfg.sandbox.image);
-  auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry);
+  auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics);
   if (cfg.pool.size > 0) {
     spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size)",
                  cfg.pool.size);
   }
-  // Every running execution holds a worker; the rest answer quick calls and "busy" errors.
-  const auto max_workers = static_cast<std::size_t>(cfg.execution.max_concurrent) + 16;
-
+  FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
+  registerServerMetrics(metrics_registry, sessions, fleet, backend.instanceId());
+  Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol);
+  Serving serving{cfg,
+                  protocol,
+                  signals,
+                  drain,
+                  fleet,
+                  metrics_registry,
+                  server_endpoints,
+                  static_cast<std::size_t>(cfg.execution.max_concurrent) + 16};
   if (options.mode == Mode::kStdio) {
-    transport::StdioTransportOptions stdio_options;
-    stdio_options.max_message_bytes = static_cast<std::size_t>(cfg.stdio.max_message_bytes);
-    stdio_options.max_worker_threads = max_workers;
-    transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, protocol, stdio_options);
-    signals.onSignal([&] { stdio.stop(); });
-    spdlog::info("serving MCP over stdio");
-    stdio.run();
+    serveStdio(serving);
   } else {
-    transport::HttpTransportOptions http;
-    http.address = options.http_address;
-    http.port = options.http_port;
-    http.path = cfg.http.path;
-    http.token = readToken(options);
-    if (!cfg.http.allowed_origins.empty()) http.allowed_origins = cfg.http.allowed_origins;
-    http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
-    http.max_worker_threads = max_workers;
-    http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
-    http.max_sessions = static_cast<std::size_t>(cfg.http.max_sessions);
-    http.max_connections = static_cast<std::size_t>(cfg.http.max_connections);
-    http.max_connections_per_address =
-        static_cast<std::size_t>(cfg.http.max_connections_per_address);
-    http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);
-    http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
-    http.max_body_bytes_in_flight = static_cast<std::size_t>(cfg.http.max_body_bytes_in_flight);
-    transport::HttpTransport server(protocol, http);
-    server.start();
-    server_endpoints->set(server::listenerEndpoints(http.address, server.port()));
-    signals.onSignal([&] { server.stop(); });
-    const bool loopback =
-        http.address == "::1" || http.address == "localhost" || http.address.rfind("127.", 0) == 0;
-    if (!loopback) {
-      spdlog::warn(
-          "WEAKENED: HTTP listens on {} beyond loopback; every request needs the bearer "
-          "token",
-          http.address);
-    }
-    spdlog::info(
-        "serving MCP over Streamable HTTP at http://{}:{}{}{}",
-        http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,
-        server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
-    server.wait();
+    serveHttp(options, serving);
   }
   signals.finish();
   sessions.shutdown();

@@ -28,6 +28,8 @@ ServerConfig fromJson(const json& document) {
   readHttp(root, config.http);
   readStdio(root, config.stdio);
   readMcp(root, config.mcp);
+  readShutdown(root, config.shutdown);
+  readInstanceId(root, config.instance_id);
   root.read("log_level", config.log_level);
   root.rejectUnknown();
   static const std::set<std::string> kLevels{"trace", "debug", "info", "warn", "error", "off"};

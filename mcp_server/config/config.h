@@ -206,6 +206,13 @@ struct McpConfig {
   std::int64_t audit_log_max_bytes = 64LL * 1024 * 1024;
 };
 
+// What happens on SIGTERM (or SIGINT, SIGHUP): the server drains. New MCP sessions are refused
+// (HTTP 503 with Retry-After; /readyz fails), running executions get up to grace_s to finish,
+// then every sandbox is removed. A second signal ends at once.
+struct ShutdownConfig {
+  std::int64_t grace_s = 25;  // under Kubernetes' default terminationGracePeriodSeconds (30)
+};
+
 struct ServerConfig {
   DockerConfig docker;
   SandboxConfig sandbox;
@@ -219,6 +226,12 @@ struct ServerConfig {
   HttpConfig http;
   StdioConfig stdio;
   McpConfig mcp;
+  ShutdownConfig shutdown;
+  // Names this server in its containers' labels and its run-time directory. Empty: the
+  // SANDBOX_MCP_INSTANCE_ID environment variable, else random at start. Replicas sharing an
+  // engine must each have their own; a server restarted with the same id removes what its
+  // earlier run left (sandbox/docker/ownership.h).
+  std::string instance_id;
   std::string log_level = "info";
 };
 

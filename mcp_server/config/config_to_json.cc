@@ -99,6 +99,8 @@ json toJson(const ServerConfig& c) {
                        {"max_ttl_ms", c.tasks.max_ttl_ms},
                        {"poll_interval_ms", c.tasks.poll_interval_ms}};
   document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
+  document["shutdown"] = {{"grace_s", c.shutdown.grace_s}};
+  document["instance_id"] = c.instance_id;
   return document;
 }
 

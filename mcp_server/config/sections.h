@@ -28,4 +28,8 @@ void readStdio(ObjectReader& parent, StdioConfig& out);
 // mcp, with its sidecar (mcp_sections.cc).
 void readMcp(ObjectReader& parent, McpConfig& out);
 
+// instance_id, shutdown (server_sections.cc).
+void readInstanceId(ObjectReader& root, std::string& out);
+void readShutdown(ObjectReader& parent, ShutdownConfig& out);
+
 }  // namespace config

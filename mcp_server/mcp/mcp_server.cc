@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <optional>
 
 #include "jsonrpc/errors.h"
 #include "mcp/tool_wire.h"
@@ -65,18 +66,22 @@ bool isSupportedProtocolVersion(const std::string& version) {
 }
 
 std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
-  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_);
+  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_, metrics_,
+                                       &announcements_);
 }
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
                          server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
-                         server::ExecutionSlots& task_threads)
+                         server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics,
+                         Announcements* announcements)
     : owner_(std::move(owner)),
       config_(config),
       sessions_(sessions),
       tools_(tools),
+      metrics_(metrics),
+      announcements_(announcements),
       resources_(sessions, config),
-      tasks_(owner_, config, sessions, lanes_, task_threads) {
+      tasks_(owner_, config, sessions, lanes_, task_threads, metrics) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
@@ -204,8 +209,13 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "Unknown tool: " + name->get<std::string>() +
                                                       " (available: " + tools_.names() + ")");
   }
+  std::optional<Announcements::Subscription> notices;
+  if (announcements_ != nullptr) {
+    notices.emplace(announcements_->listen(
+        [this, &call](const std::string& text) { serverNotice(call.transport, text); }));
+  }
   RequestUpdates updates(call.transport.notify, progressToken(params), clientLogsOutput());
-  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates};
+  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_};
   const auto started = std::chrono::steady_clock::now();
   tools::ToolResult result = tools::callTool(*tool, arguments, ctx);
   const double ms =
@@ -259,6 +269,17 @@ void McpEndpoint::clientLog(jsonrpc::RequestContext& ctx, const std::string& lev
   ctx.notify(json{{"jsonrpc", "2.0"},
                   {"method", "notifications/message"},
                   {"params", {{"level", level}, {"logger", "sandbox-mcp"}, {"data", text}}}});
+}
+
+void McpEndpoint::serverNotice(jsonrpc::RequestContext& ctx, const std::string& text) {
+  {
+    std::lock_guard lock(mutex_);
+    if (client_log_level_ > logLevelIndex("warning")) return;
+  }
+  if (!ctx.notify) return;
+  ctx.notify(json{{"jsonrpc", "2.0"},
+                  {"method", "notifications/message"},
+                  {"params", {{"level", "warning"}, {"logger", "sandbox-mcp"}, {"data", text}}}});
 }
 
 void McpEndpoint::cancelled(const json& params) {

@@ -12,12 +12,14 @@
 #include "config/config.h"
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
+#include "mcp/announcements.h"
 #include "mcp/cancellable_requests.h"
 #include "mcp/session_lanes.h"
 #include "mcp/session_resources.h"
 #include "mcp/task_runner.h"
 #include "server/execution_slots.h"
 #include "server/session_registry.h"
+#include "tools/tool_metrics.h"
 #include "tools/tool_registry.h"
 
 namespace mcp {
@@ -27,19 +29,27 @@ inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
 
 class McpServer : public jsonrpc::EndpointFactory {
  public:
+  // `metrics`, when set, counts every tool call (GET /metrics); it must outlive the server.
   McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
-            const tools::ToolRegistry& tools)
+            const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr)
       : config_(config),
         sessions_(sessions),
         tools_(tools),
+        metrics_(metrics),
         task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)) {}
 
   std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
+
+  // Sends `text` as a notifications/message warning to the client of every tools/call running
+  // now and of every one started later (e.g. the server is draining).
+  void announce(std::string text) { announcements_.announce(std::move(text)); }
 
  private:
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
+  const tools::ToolMetrics* metrics_;
+  Announcements announcements_;
   server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
 };
 
@@ -47,7 +57,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
  public:
   McpEndpoint(std::string owner, const config::ServerConfig& config,
               server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
-              server::ExecutionSlots& task_threads);
+              server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics = nullptr,
+              Announcements* announcements = nullptr);
   ~McpEndpoint() override;
 
   std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
@@ -78,11 +89,16 @@ class McpEndpoint : public jsonrpc::Endpoint {
   void requireInitialized() const;
   // Sends notifications/message to the client when it asked for logs at that level.
   void clientLog(jsonrpc::RequestContext& ctx, const std::string& level, const std::string& text);
+  // A warning from the server itself (Announcements): sent unless the client set a log level
+  // above warning.
+  void serverNotice(jsonrpc::RequestContext& ctx, const std::string& text);
 
   const std::string owner_;
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
+  const tools::ToolMetrics* metrics_;
+  Announcements* announcements_;
   SessionResources resources_;
   jsonrpc::Dispatcher dispatcher_;
 

@@ -59,10 +59,11 @@ json cancelledBeforeStart() {
 
 TaskRunner::TaskRunner(const std::string& owner, const config::ServerConfig& config,
                        server::SessionRegistry& sessions, SessionLanes& lanes,
-                       server::ExecutionSlots& threads)
+                       server::ExecutionSlots& threads, const tools::ToolMetrics* metrics)
     : owner_(owner),
       config_(config),
       sessions_(sessions),
+      metrics_(metrics),
       lanes_(lanes),
       threads_(threads),
       store_(limitsFrom(config)) {}
@@ -130,7 +131,7 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const tools::Tool& to
       outbox->send(tagged);
     };
     RequestUpdates updates(notify, progress_token, client_logs_output);
-    tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, updates};
+    tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, updates, metrics_};
     try {
       result = toCallResult(tools::callTool(tool, arguments, ctx));
     } catch (const std::exception& e) {  // callTool catches the tool's own; this is rendering

@@ -22,6 +22,7 @@
 #include "mcp/task_outbox.h"
 #include "mcp/task_store.h"
 #include "server/execution_slots.h"
+#include "tools/tool_metrics.h"
 #include "tools/tool_registry.h"
 
 namespace server {
@@ -36,7 +37,7 @@ class TaskRunner {
 
   TaskRunner(const std::string& owner, const config::ServerConfig& config,
              server::SessionRegistry& sessions, SessionLanes& lanes,
-             server::ExecutionSlots& threads);
+             server::ExecutionSlots& threads, const tools::ToolMetrics* metrics = nullptr);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -80,6 +81,7 @@ class TaskRunner {
   const std::string owner_;
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
+  const tools::ToolMetrics* metrics_;
   SessionLanes& lanes_;
   server::ExecutionSlots& threads_;
   TaskStore store_;

@@ -137,18 +137,29 @@ Histogram& Registry::histogram(const std::string& name, const std::string& help,
 
 void Registry::gaugeCallback(const std::string& name, const std::string& help,
                              std::function<double()> read, Labels labels) {
-  checkName(name, Type::kGauge);
-  labels = checkedLabels(name, std::move(labels), Type::kGauge);
-  if (!read) throw std::invalid_argument("gauge callback '" + name + "' is empty");
+  callback(name, help, Type::kGauge, std::move(read), std::move(labels));
+}
+
+void Registry::counterCallback(const std::string& name, const std::string& help,
+                               std::function<double()> read, Labels labels) {
+  callback(name, help, Type::kCounter, std::move(read), std::move(labels));
+}
+
+void Registry::callback(const std::string& name, const std::string& help, Type type,
+                        std::function<double()> read, Labels labels) {
+  const std::string kind(detail::typeName(type));
+  checkName(name, type);
+  labels = checkedLabels(name, std::move(labels), type);
+  if (!read) throw std::invalid_argument(kind + " callback '" + name + "' is empty");
   const std::lock_guard lock(mutex_);
-  Family& gauges = family(name, help, Type::kGauge);
+  Family& callbacks = family(name, help, type);
   bool created = false;
-  seriesFor(name, gauges, std::move(labels), [&] {
+  seriesFor(name, callbacks, std::move(labels), [&] {
     created = true;
     return detail::Series(std::move(read));
   });
   if (!created) {
-    throw std::invalid_argument("gauge '" + name +
+    throw std::invalid_argument(kind + " '" + name +
                                 "' with these labels is already registered; register its "
                                 "callback once");
   }

@@ -51,11 +51,18 @@ class Registry {
   void gaugeCallback(const std::string& name, const std::string& help, std::function<double()> read,
                      Labels labels = {});
 
+  // A counter series read at each render(), for a count kept elsewhere (an engine client's
+  // errors); `read` must never go down. The same rules as gaugeCallback; the name ends in _total.
+  void counterCallback(const std::string& name, const std::string& help,
+                       std::function<double()> read, Labels labels = {});
+
   // Every family in the text exposition format 0.0.4: families sorted by name, each with
   // # HELP (left out when the help is empty) and # TYPE, then its series sorted by labels.
   [[nodiscard]] std::string render() const;
 
  private:
+  void callback(const std::string& name, const std::string& help, detail::Type type,
+                std::function<double()> read, Labels labels);
   detail::Family& family(const std::string& name, const std::string& help, detail::Type type,
                          const std::vector<double>& buckets = {});
 

@@ -105,6 +105,38 @@ std::int64_t modifiedUnix(const fs::path& path) {
   return ::stat(path.c_str(), &info) == 0 ? static_cast<std::int64_t>(info.st_mtime) : 0;
 }
 
+// A run-time directory as the ownership rule sees it: a directory never runs, so only its
+// owner (owner.json, the labels of its server) and its age count.
+docker::ContainerSummary summarizeDirectory(const fs::path& path) {
+  docker::ContainerSummary summary;
+  summary.id = path.string();
+  summary.state = "exited";
+  summary.created_unix = modifiedUnix(path);
+  try {
+    std::ifstream in(path / kOwnerFile);
+    summary.labels = nlohmann::json::parse(in).get<std::map<std::string, std::string>>();
+  } catch (const std::exception&) {
+    // No readable owner: only the age rule can remove it.
+  }
+  return summary;
+}
+
+// Two live servers given one instance id would share (and delete) one directory and reap each
+// other's sandboxes: the second one refuses to start.
+void refuseLiveDuplicate(const std::string& path, const std::string& instance_id) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return;
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const auto decision =
+      docker::decideOrphan(summarizeDirectory(path), instance_id,
+                           docker::ProcessIdentity::current(), now, docker::processStartTicks);
+  if (decision.duplicate_instance) {
+    throw SandboxError("cannot start as instance '" + instance_id + "': " + decision.reason);
+  }
+}
+
 }  // namespace
 
 std::string defaultRuntimeRoot() {
@@ -125,6 +157,9 @@ RuntimeDir::RuntimeDir(const std::string& root, const std::string& instance_id,
                        const std::map<std::string, std::string>& owner_labels)
     : path_(root + "/" + instance_id) {
   ensurePrivateRoot(root);
+  refuseLiveDuplicate(path_, instance_id);
+  std::error_code ec;
+  fs::remove_all(path_, ec);  // an earlier run of this instance id left it (removeStale missed it)
   makeDirectory(path_, fs::perms::owner_all);
   std::ofstream owner(path_ + "/" + kOwnerFile);
   owner << nlohmann::json(owner_labels).dump() << '\n';
@@ -191,17 +226,10 @@ int RuntimeDir::removeStale(const std::string& root, const std::string& our_inst
                        .count();
   int removed = 0;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (!entry.is_directory(ec) || entry.path().filename() == our_instance) continue;
-    docker::ContainerSummary summary;
-    summary.id = entry.path().string();
-    summary.state = "exited";  // a directory never runs; only its owner's liveness counts
-    summary.created_unix = modifiedUnix(entry.path());
-    try {
-      std::ifstream in(entry.path() / kOwnerFile);
-      summary.labels = nlohmann::json::parse(in).get<std::map<std::string, std::string>>();
-    } catch (const std::exception&) {
-      // No readable owner: only the age rule can remove it.
-    }
+    if (!entry.is_directory(ec)) continue;
+    const auto summary = summarizeDirectory(entry.path());
+    // Our own id's directory too: an earlier run of this instance left it, unless a live
+    // duplicate holds it (then the RuntimeDir constructor refuses to start).
     const auto decision =
         docker::decideOrphan(summary, our_instance, self, now, docker::processStartTicks);
     if (!decision.remove) continue;

@@ -58,11 +58,13 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        std::unique_ptr<sandbox::ScopedDirectory> directory,
                        const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
                        std::vector<std::string> limit_flags, RetainedAuditLog retained_audit_log,
-                       const std::vector<policy::Endpoint>& server_endpoints)
+                       const std::vector<policy::Endpoint>& server_endpoints,
+                       const SessionMetrics* metrics)
     : launcher_(launcher),
       directory_(std::move(directory)),
       policy_(std::move(policy)),
-      retained_audit_log_(std::move(retained_audit_log)) {
+      retained_audit_log_(std::move(retained_audit_log)),
+      metrics_(metrics) {
   spec_.session_id = session_id;
   spec_.directory = directory_->path();
   spec_.socket_dir = spec_.directory + "/sock";
@@ -101,6 +103,11 @@ void McpGateway::start() {
 McpGateway::~McpGateway() {
   std::lock_guard lock(mutex_);
   sidecar_.reset();  // before the directory goes, and so the log is complete
+  try {
+    refreshTally();  // the last lines count too
+  } catch (const std::exception&) {
+    // Only the metrics miss them; the retained log below still gets them.
+  }
   retainAuditLog();
 }
 
@@ -168,6 +175,19 @@ void McpGateway::refreshTally() {
     tally_.consume(std::string_view(chunk.data(), got));
     audit_offset_ += got;
   }
+  if (metrics_ != nullptr) {
+    metrics_->sidecarDecisions(tally_.allowed() - counted_allowed_,
+                               tally_.denied() - counted_denied_,
+                               tally_.errors() - counted_errors_);
+  }
+  counted_allowed_ = tally_.allowed();
+  counted_denied_ = tally_.denied();
+  counted_errors_ = tally_.errors();
+}
+
+void McpGateway::refreshCounts() {
+  std::lock_guard lock(mutex_);
+  refreshTally();
 }
 
 nlohmann::json McpGateway::stats() {

@@ -17,6 +17,7 @@
 #include "sandbox/runtime_dir.h"
 #include "sandbox/sidecar.h"
 #include "server/audit_tally.h"
+#include "server/session_metrics.h"
 
 namespace server {
 
@@ -44,7 +45,8 @@ class McpGateway {
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
              std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags,
              RetainedAuditLog retained_audit_log = {},
-             const std::vector<policy::Endpoint>& server_endpoints = {});
+             const std::vector<policy::Endpoint>& server_endpoints = {},
+             const SessionMetrics* metrics = nullptr);
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;
@@ -64,6 +66,10 @@ class McpGateway {
   // "audit_dropped" (lines the size-capped audit log dropped)}}
   [[nodiscard]] nlohmann::json stats();
 
+  // Reads what the relay appended to its audit log since the last read, so the decisions are
+  // counted (the metrics); stats() and the destructor do it too.
+  void refreshCounts();
+
  private:
   void refreshTally();  // mutex_ held
   [[nodiscard]] std::uint64_t auditDropped() const;
@@ -79,6 +85,10 @@ class McpGateway {
   int restarts_ = 0;
   AuditTally tally_;
   std::uint64_t audit_offset_ = 0;
+  const SessionMetrics* metrics_;
+  std::uint64_t counted_allowed_ = 0;  // what metrics_ has been told so far
+  std::uint64_t counted_denied_ = 0;
+  std::uint64_t counted_errors_ = 0;
 };
 
 // The policy a session's relay enforces: the call's list, narrowed by the operator's when the

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "server/sessions_log.h"
@@ -118,6 +119,7 @@ std::string SessionFactory::buildImage(const std::string& dockerfile) {
   // Builds hold CPU and write to the engine's disk: a few at a time, server-wide, whoever asks.
   const BuildSlot slot(running_builds_);
   if (!slot.acquired()) {
+    metrics().refused(SessionMetrics::kBuildsLimit);
     throw SandboxError("busy: " + std::to_string(kMaxConcurrentBuilds) +
                        " image builds are running on this server; retry in a minute (an "
                        "identical dockerfile is built once and cached)");
@@ -176,7 +178,8 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
       RetainedAuditLog(config_.mcp.audit_log,
                        static_cast<std::uint64_t>(config_.mcp.audit_log_max_bytes)),
       services_.server_endpoints ? services_.server_endpoints->get()
-                                 : std::vector<policy::Endpoint>{});
+                                 : std::vector<policy::Endpoint>{},
+      &metrics());
 }
 
 sandbox::Limits SessionFactory::baseLimits() const {
@@ -203,8 +206,14 @@ sandbox::SandboxSpec SessionFactory::baseSpec(const SessionOptions& options) {
   return spec;
 }
 
+const SessionMetrics& SessionFactory::metrics() const noexcept {
+  static const SessionMetrics kNone;  // no registry: counts nothing, cannot throw
+  return services_.metrics != nullptr ? *services_.metrics : kNone;
+}
+
 std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const std::string& id,
                                                 const SessionOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
   sandbox::SandboxSpec spec = baseSpec(options);
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
@@ -227,6 +236,7 @@ std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const 
   try {
     if (!sandbox) sandbox = backend_.create(spec);
   } catch (...) {
+    metrics().creationFailed();
     if (relay.valid()) relay.wait();  // the gateway (and its relay) is destroyed on the way out
     throw;
   }
@@ -237,6 +247,8 @@ std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const 
   auto session =
       std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));
   session->setWarmStart(warm);
+  metrics().created(
+      warm, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   return session;
 }
 

@@ -18,6 +18,7 @@
 #include "sandbox/sidecar.h"
 #include "server/server_endpoints.h"
 #include "server/session.h"
+#include "server/session_metrics.h"
 #include "server/warm_pool.h"
 
 namespace server {
@@ -30,6 +31,8 @@ struct SessionServices {
   std::string python_helper_dir;  // host directory holding sandbox_mcp.py
   // The server's own listeners, which no session's relay may reach; null: none (stdio).
   std::shared_ptr<const ServerEndpoints> server_endpoints;
+  // Counts refusals and creation times (GET /metrics); null: nothing is counted.
+  const SessionMetrics* metrics = nullptr;
 };
 
 class SessionFactory {
@@ -51,6 +54,8 @@ class SessionFactory {
   [[nodiscard]] std::string resolveRuntime();
   // Zeros when the pool is disabled (pool.size 0).
   [[nodiscard]] WarmPool::Stats poolStats();
+  // services.metrics, or one that counts nothing.
+  [[nodiscard]] const SessionMetrics& metrics() const noexcept;
   // Stops the warm pool and destroys its ready sandboxes; create() then always starts cold.
   void stop() noexcept;
 

@@ -107,12 +107,14 @@ SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, con
       return {session, false, std::nullopt};
     }
     if (ownedCount(owner) >= static_cast<std::size_t>(config_.sessions.max_sessions_per_client)) {
+      factory_->metrics().refused(SessionMetrics::kSessionsPerClientLimit);
       throw SandboxError("busy: this client holds " +
                          std::to_string(config_.sessions.max_sessions_per_client) +
                          " sessions, its limit (sessions.max_sessions_per_client). Free one with "
                          "cleanup_session, or reuse one by passing its session_id.");
     }
     if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
+      factory_->metrics().refused(SessionMetrics::kSessionsLimit);
       throw SandboxError("busy: the server is at its limit of " +
                          std::to_string(config_.sessions.max_sessions) +
                          " sessions (sessions.max_sessions). Free one with cleanup_session, or "
@@ -197,6 +199,22 @@ void SessionRegistry::forget(const std::shared_ptr<Session>& session, std::strin
     sessions_.erase(it);
     lost_.remember(key(session->owner(), session->id()), reason);
     log()->warn("session {}: its sandbox was lost", session->id());
+  }
+}
+
+void SessionRegistry::refreshSidecarCounts() {
+  std::vector<Pending> pendings;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [k, pending] : sessions_) pendings.push_back(pending);
+  }
+  for (auto& pending : pendings) {
+    if (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      if (auto* gateway = pending.get()->mcpGateway()) gateway->refreshCounts();
+    } catch (const std::exception&) {
+      // A failed creation, or an unreadable log: nothing to count.
+    }
   }
 }
 
@@ -296,6 +314,7 @@ void SessionRegistry::reapLoop() {
 ExecutionClaim SessionRegistry::claimExecutionSlot(const std::string& owner) {
   auto share = client_executions_.tryClaim(owner);
   if (!share) {
+    factory_->metrics().refused(SessionMetrics::kExecutionsPerClientLimit);
     throw SandboxError("busy: this client already runs " +
                        std::to_string(client_executions_.perClient()) +
                        " executions, its limit (execution.max_concurrent_per_client). Wait for "
@@ -303,6 +322,7 @@ ExecutionClaim SessionRegistry::claimExecutionSlot(const std::string& owner) {
   }
   auto slot = slots_.tryClaim();
   if (!slot) {
+    factory_->metrics().refused(SessionMetrics::kExecutionsLimit);
     throw SandboxError("busy: " + std::to_string(slots_.capacity()) +
                        " executions are already running on this server "
                        "(execution.max_concurrent). Retry in a moment; the session is unchanged.");

@@ -60,6 +60,8 @@ class SessionRegistry {
   void forget(const std::shared_ptr<Session>& session, std::string reason = {});
 
   [[nodiscard]] std::size_t size();
+  // Lets every session's MCP sidecar count what it decided since the last call (the metrics).
+  void refreshSidecarCounts();
   // Stops the factory's warm pool, then destroys every session; acquire() refuses from now on.
   void shutdown();
 

@@ -74,12 +74,15 @@ class ClientUpdates {
 };
 
 // Everything a handler may use; owned by the caller for the duration of the call.
+class ToolMetrics;
+
 struct ToolContext {
   const std::string& owner;  // the MCP client connection; sessions are scoped to it
   CancelToken& cancel;
   server::SessionRegistry& sessions;
   const config::ServerConfig& config;
   ClientUpdates& updates;
+  const ToolMetrics* metrics = nullptr;  // callTool() records each call here; null: not counted
 };
 
 using ToolHandler = std::function<ToolResult(const json& arguments, ToolContext& ctx)>;

@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "sandbox/backend.h"
 #include "tools/schema_validator.h"
+#include "tools/tool_metrics.h"
 
 namespace tools {
 
@@ -44,7 +47,9 @@ json ToolRegistry::list() const {
   return json{{"tools", std::move(tools)}};
 }
 
-ToolResult callTool(const Tool& tool, const json& arguments, ToolContext& ctx) {
+namespace {
+
+ToolResult callUncounted(const Tool& tool, const json& arguments, ToolContext& ctx) {
   const std::string& name = tool.spec.name;
   // Argument errors are tool results (MCP 2025-11-25) so the model can correct itself.
   if (auto problem = validateAgainstSchema(arguments, tool.spec.input_schema, "arguments")) {
@@ -59,6 +64,19 @@ ToolResult callTool(const Tool& tool, const json& arguments, ToolContext& ctx) {
     return ToolResult::failure(std::string("Internal error in ") + name + ": " + e.what() +
                                ". The server is still running; retry or report this message.");
   }
+}
+
+}  // namespace
+
+ToolResult callTool(const Tool& tool, const json& arguments, ToolContext& ctx) {
+  const auto started = std::chrono::steady_clock::now();
+  ToolResult result = callUncounted(tool, arguments, ctx);
+  if (ctx.metrics != nullptr) {
+    ctx.metrics->record(
+        tool.spec.name, result,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+  return result;
 }
 
 }  // namespace tools

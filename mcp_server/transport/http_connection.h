@@ -57,6 +57,7 @@ struct HttpServerContext {
   std::shared_ptr<ConnectionLimiter> limiter;
   std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};
+  std::atomic<bool> draining{false};  // HttpTransport::beginDrain(): no new MCP sessions
 
   // Live connections, so stop() can close them.
   std::mutex connections_mutex;
@@ -123,6 +124,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   [[nodiscard]] static ParsedBody parseBody(const std::string& body);
   void onBodyParsed(ParsedBody parsed, const std::string& session_id);
   void handleDelete();
+  void handlePlainGet();
   void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
                 std::optional<SessionRegistry::Lease> lease, const std::string& session_id,
                 bool opens_session);
@@ -149,6 +151,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void respondSerialized(boost::beast::http::status status, std::string body,
                          const std::string& session_id);
   void respondEmpty(boost::beast::http::status status);
+  void respondPlain(const PlainResponse& plain, bool head_only);
   void sendResponse(std::shared_ptr<Response> response, bool close_after);
   void enqueue(WriteItem item);
   void doWrite();

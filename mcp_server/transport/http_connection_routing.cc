@@ -25,10 +25,40 @@ bool isInitialize(const json& message) {
 void HttpConnection::handleRequest() {
   ++request_serial_;
   streaming_ = false;
-  if (parser_->get().method() == http::verb::delete_) {
+  if (isPlainGet(parser_->get(), context_->guard)) {
+    handlePlainGet();
+  } else if (parser_->get().method() == http::verb::delete_) {
     handleDelete();
   } else {
-    handlePost();  // the guard let through only POST and DELETE
+    handlePost();  // the guard let through only POST and DELETE to the MCP path
+  }
+}
+
+// Health, readiness and metrics: the handler may ask the engine (a blocking call), so it runs on
+// a control thread and its answer comes back to the strand.
+void HttpConnection::handlePlainGet() {
+  const auto& request = parser_->get();
+  const std::string target(request.target());
+  const auto handler = context_->options.get_endpoints.find(target.substr(0, target.find('?')));
+  const bool head_only = request.method() == http::verb::head;
+  awaiting_handler_ = true;
+  auto job = [self = shared_from_this(), serial = request_serial_, handler = handler->second,
+              head_only] {
+    PlainResponse plain;
+    try {
+      plain = handler();
+    } catch (const std::exception& e) {
+      plain = {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what(), {}};
+    }
+    net::post(self->stream_.get_executor(), [self, serial, plain = std::move(plain), head_only] {
+      if (serial != self->request_serial_ || self->closed_) return;
+      self->awaiting_handler_ = false;
+      self->respondPlain(plain, head_only);
+    });
+  };
+  if (!context_->control_pool.submit(std::move(job))) {
+    awaiting_handler_ = false;
+    respondPlain({503, "text/plain; charset=utf-8", "shutting down\n", {}}, head_only);
   }
 }
 
@@ -99,6 +129,14 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
     return;
   }
   if (isInitialize(message)) {
+    if (context_->draining) {
+      respondError(http::status::service_unavailable, kServerError,
+                   "Service Unavailable: this server is shutting down and takes no new MCP "
+                   "sessions; send initialize again (a load balancer routes it to another "
+                   "replica)",
+                   {{"Retry-After", "5"}});
+      return;
+    }
     dispatch(std::move(message), nullptr, std::nullopt, {}, true);
     return;
   }

@@ -56,6 +56,20 @@ void HttpConnection::respondEmpty(http::status status) {
   sendResponse(std::make_shared<Response>(status, http_version_), false);
 }
 
+void HttpConnection::respondPlain(const PlainResponse& plain, bool head_only) {
+  auto response =
+      std::make_shared<Response>(static_cast<http::status>(plain.status), http_version_);
+  response->set(http::field::content_type, plain.content_type);
+  response->set(http::field::cache_control, "no-store");
+  for (const auto& [name, value] : plain.headers) response->set(name, value);
+  response->body() = plain.body;
+  response->prepare_payload();  // Content-Length of the body, also for HEAD
+  if (head_only) response->body().clear();
+  const bool close = !keep_alive_ || closing_;
+  response->keep_alive(!close);
+  enqueue(WriteItem{WriteItem::Kind::kResponse, std::move(response), nullptr, {}, true, close});
+}
+
 void HttpConnection::sendResponse(std::shared_ptr<Response> response, bool close_after) {
   const bool close = close_after || !keep_alive_ || closing_;
   response->keep_alive(!close);

@@ -99,6 +99,13 @@ std::optional<Rejection> checkPostHeaders(const http::request_header<>& request)
 
 }  // namespace
 
+bool isPlainGet(const http::request_header<>& request, const RequestGuardConfig& config) {
+  const std::string_view path = targetPath(std::string_view(request.target()));
+  return (request.method() == http::verb::get || request.method() == http::verb::head) &&
+         std::find(config.get_paths.begin(), config.get_paths.end(), path) !=
+             config.get_paths.end();
+}
+
 const std::vector<std::string>& supportedProtocolVersions() {
   static const std::vector<std::string> versions{"2025-11-25", "2025-06-18", "2025-03-26"};
   return versions;
@@ -108,7 +115,18 @@ std::optional<Rejection> checkRequest(const http::request_header<>& request,
                                       const RequestGuardConfig& config) {
   if (auto rejection = checkOriginAndHost(request, config)) return rejection;
   if (auto rejection = checkAuthorization(request, config)) return rejection;
-  if (targetPath(std::string_view(request.target())) != config.path) {
+  const std::string_view path = targetPath(std::string_view(request.target()));
+  if (std::find(config.get_paths.begin(), config.get_paths.end(), path) != config.get_paths.end()) {
+    if (request.method() == http::verb::get || request.method() == http::verb::head) {
+      return std::nullopt;
+    }
+    Rejection rejection =
+        reject(http::status::method_not_allowed,
+               "Method Not Allowed: " + std::string(path) + " answers GET and HEAD only");
+    rejection.headers.emplace_back("Allow", "GET, HEAD");
+    return rejection;
+  }
+  if (path != config.path) {
     return reject(http::status::not_found, "Not Found: the MCP endpoint is " + config.path);
   }
   const http::verb method = request.method();

@@ -17,7 +17,8 @@ struct RequestGuardConfig {
   std::string path = "/mcp";
   std::string token;  // empty: no Authorization required
   std::vector<std::string> allowed_origins;
-  bool require_loopback_host = true;  // set when bound to a loopback address
+  bool require_loopback_host = true;   // set when bound to a loopback address
+  std::vector<std::string> get_paths;  // plain GET/HEAD endpoints (health, metrics) beside `path`
 };
 
 // Why a request is refused; the connection turns it into an HTTP response with a JSON-RPC
@@ -31,6 +32,10 @@ struct Rejection {
 
 // MCP protocol versions accepted in the MCP-Protocol-Version header, newest first.
 [[nodiscard]] const std::vector<std::string>& supportedProtocolVersions();
+
+// True when the request goes to one of config.get_paths (after checkRequest let it through).
+[[nodiscard]] bool isPlainGet(const boost::beast::http::request_header<>& request,
+                              const RequestGuardConfig& config);
 
 [[nodiscard]] std::optional<Rejection> checkRequest(
     const boost::beast::http::request_header<>& request, const RequestGuardConfig& config);

@@ -155,6 +155,7 @@ HttpTransport::HttpTransport(std::shared_ptr<jsonrpc::EndpointFactory> factory,
   guard.path = options.path;
   guard.token = options.token;
   guard.allowed_origins = options.allowed_origins;
+  for (const auto& [path, handler] : options.get_endpoints) guard.get_paths.push_back(path);
   io_ = std::make_unique<IoState>(std::max<std::size_t>(options.io_threads, 1));
   context_ =
       std::make_shared<HttpServerContext>(std::move(factory), std::move(options), std::move(guard));
@@ -318,5 +319,9 @@ void HttpTransport::wait() {
 }
 
 std::size_t HttpTransport::sessionCount() const { return context_->sessions.size(); }
+
+void HttpTransport::beginDrain() noexcept { context_->draining = true; }
+
+bool HttpTransport::draining() const noexcept { return context_->draining; }
 
 }  // namespace transport

@@ -9,16 +9,28 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "jsonrpc/endpoint.h"
 #include "transport/origin_check.h"
 
 namespace transport {
+
+// The answer of a plain GET endpoint (health, readiness, metrics): not JSON-RPC.
+struct PlainResponse {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+using PlainHandler = std::function<PlainResponse()>;
 
 struct HttpTransportOptions {
   // Listen address. Anything but loopback requires `token` (start() throws otherwise).
@@ -54,6 +66,9 @@ struct HttpTransportOptions {
   std::chrono::milliseconds idle_timeout{30'000};
   // Bodies at least this large are parsed on a worker thread, not on the I/O thread.
   std::size_t inline_parse_max_bytes = std::size_t{64} * 1024;
+  // GET (and HEAD) endpoints beside the MCP path, e.g. /healthz: path -> handler, run on a
+  // control thread (never behind tool calls). The same Host, Origin and token checks apply.
+  std::map<std::string, PlainHandler> get_endpoints;
 };
 
 struct HttpServerContext;  // shared with the connections; defined in http_connection.h
@@ -80,6 +95,11 @@ class HttpTransport {
   void wait();
 
   [[nodiscard]] std::size_t sessionCount() const;
+
+  // From now on an initialize (a new MCP session) gets 503 with Retry-After, so a load balancer
+  // or client goes to another replica; open sessions keep working. Safe from any thread.
+  void beginDrain() noexcept;
+  [[nodiscard]] bool draining() const noexcept;
 
  private:
   struct IoState;  // io_context, acceptor, sweep timer; keeps Asio out of this header

@@ -119,6 +119,31 @@ TEST(Config, ErrorsNameTheFieldPath) {
   EXPECT_EQ(errorOf(json::array()), "config: the document must be an object");
 }
 
+TEST(Config, InstanceIdIsALabelAndPathSafeName) {
+  EXPECT_EQ(config::fromJson(json::object()).instance_id, "");  // random at start
+  EXPECT_EQ(config::fromJson({{"instance_id", "sandbox-mcp-0.eu_1"}}).instance_id,
+            "sandbox-mcp-0.eu_1");
+  const std::string rule =
+      "must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit";
+  const std::vector<std::string> bad_ids = {
+      "../x", "a/b", "-lead", ".hidden", "a b", "x=1", std::string(64, 'a')};
+  for (const auto& bad : bad_ids) {
+    EXPECT_EQ(errorOf({{"instance_id", bad}}),
+              "config: instance_id " + rule + " (got '" + bad + "')")
+        << bad;
+  }
+}
+
+TEST(Config, ShutdownGraceIsBounded) {
+  EXPECT_EQ(config::fromJson(json::object()).shutdown.grace_s, 25);
+  EXPECT_EQ(config::fromJson({{"shutdown", {{"grace_s", 0}}}}).shutdown.grace_s, 0);
+  EXPECT_EQ(errorOf({{"shutdown", {{"grace_s", -1}}}}), "config: shutdown.grace_s must be >= 0");
+  EXPECT_EQ(errorOf({{"shutdown", {{"grace_s", 3601}}}}),
+            "config: shutdown.grace_s must be <= 3600");
+  EXPECT_EQ(errorOf({{"shutdown", {{"grace", 1}}}}),
+            "config: shutdown.grace is not a known setting");
+}
+
 TEST(Config, DockerHostIsAUnixSocketOrTcpWithTls) {
   const auto defaults = config::fromJson(json::object());
   EXPECT_EQ(defaults.docker.host, "unix:///var/run/docker.sock");
@@ -175,9 +200,13 @@ TEST(Config, DockerHostIsAUnixSocketOrTcpWithTls) {
 }
 
 TEST(Config, RoundTripsThroughJson) {
-  auto c = config::fromJson({{"sessions", {{"max_sessions", 3}}}});
+  auto c = config::fromJson({{"sessions", {{"max_sessions", 3}}},
+                             {"instance_id", "replica-1"},
+                             {"shutdown", {{"grace_s", 7}}}});
   auto again = config::fromJson(config::toJson(c));
   EXPECT_EQ(again.sessions.max_sessions, 3);
+  EXPECT_EQ(again.instance_id, "replica-1");
+  EXPECT_EQ(again.shutdown.grace_s, 7);
   EXPECT_EQ(config::toJson(again), config::toJson(c));
 }
 

@@ -103,6 +103,19 @@ export async function containersOfSession(sessionId, ids = []) {
   return found;
 }
 
+// Every container (running or not) of the server instance `instanceId` (its label).
+export function containersOfInstance(instanceId) {
+  return listContainers({ label: [`sandbox-mcp.instance=${instanceId}`] });
+}
+
+// GET on one of the server's plain endpoints (/healthz, /readyz, /metrics): { status, headers,
+// text }. `url` is the server's MCP URL; the path replaces its own.
+export async function getEndpoint(url, path, headers = {}) {
+  const target = new URL(path, url);
+  const res = await fetch(target, { headers });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
 // The id of the session's sandbox container, from get_session_stats.
 export async function sandboxContainerId(client, sessionId) {
   const res = await client.callTool({ name: 'get_session_stats', arguments: { session_id: sessionId } });

@@ -87,6 +87,13 @@ std::vector<RenderRow> renderRows() {
        "# HELP pool_target Target.\n"
        "# TYPE pool_target gauge\n"
        "pool_target{image=\"py\"} 2\n"},
+      {"CounterCallbackIsACounter",
+       [](metrics::Registry& registry) {
+         registry.counterCallback("engine_errors_total", "Engine errors.", [] { return 3.0; });
+       },
+       "# HELP engine_errors_total Engine errors.\n"
+       "# TYPE engine_errors_total counter\n"
+       "engine_errors_total 3\n"},
       {"GaugeCallbackThatThrowsIsLeftOut",
        [](metrics::Registry& registry) {
          registry.gaugeCallback("broken", "Broken.",

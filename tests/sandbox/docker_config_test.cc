@@ -131,10 +131,21 @@ TEST(DecideOrphan, RemovesOnlyWhatNoLiveServerOwns) {
     bool remove;
   };
   const std::int64_t now = 1'000'000;
+  const auto mine = [&](std::int64_t pid, std::uint64_t start) {
+    auto labels = owner(pid, start);
+    labels[kLabelInstance] = "mine";
+    return labels;
+  };
+  auto mine_elsewhere = mine(100, 5000);
+  mine_elsewhere[kLabelPidNamespace] = "pid:[2]";
   auto foreign_boot = owner(200, 7000);
   foreign_boot[kLabelBootId] = "boot-0";
   const std::vector<Row> rows = {
-      {"ours", container({{kLabelInstance, "mine"}}, "running", now), false},
+      {"ours", container(mine(100, 5000), "running", now), false},
+      {"our instance, earlier run exited", container(mine(300, 1), "running", now), true},
+      {"our instance, a live duplicate", container(mine(200, 7000), "running", now), false},
+      {"our instance, earlier boot", container(mine_elsewhere, "running", now), true},
+      {"our instance, no owner", container({{kLabelInstance, "mine"}}, "running", now), true},
       {"live owner", container(owner(200, 7000), "running", now), false},
       {"owner exited", container(owner(300, 1), "running", now), true},
       {"pid reused", container(owner(200, 6999), "created", now), true},
@@ -146,6 +157,9 @@ TEST(DecideOrphan, RemovesOnlyWhatNoLiveServerOwns) {
   for (const auto& row : rows) {
     const auto decision = decideOrphan(row.container, "mine", self(), now, lookup);
     EXPECT_EQ(decision.remove, row.remove) << row.name << ": " << decision.reason;
+    EXPECT_EQ(decision.duplicate_instance,
+              std::string(row.name) == "our instance, a live duplicate")
+        << row.name;
     EXPECT_FALSE(decision.reason.empty()) << row.name;
   }
 }

@@ -87,49 +87,6 @@ TEST(ContainerCreateBody, MountsThePythonHelperAndPutsItOnPythonPath) {
   EXPECT_NE(std::find(env.begin(), env.end(), "PYTHONPATH=/.sandbox/python:/work/lib"), env.end());
 }
 
-TEST(RuntimeDir, CreatesPrivateDirectoriesAndRemovesThem) {
-  const std::string root = tempDir();
-  std::string instance_path;
-  std::string session_path;
-  {
-    RuntimeDir dir(root, "inst1", {{kLabelInstance, "inst1"}});
-    instance_path = dir.path();
-    EXPECT_EQ(fs::status(instance_path).permissions(), fs::perms::owner_all);
-    EXPECT_TRUE(fs::exists(instance_path + "/owner.json"));
-    const auto python = dir.writePythonModule("m.py", "X = 1\n");
-    EXPECT_TRUE(fs::exists(python + "/m.py"));
-    {
-      auto session =
-          dir.createSessionDir(std::to_string(getuid()) + ":" + std::to_string(getgid()));
-      session_path = session->path();
-      EXPECT_TRUE(fs::is_directory(session_path + "/sock"));
-      EXPECT_EQ(session_path.rfind(instance_path + "/s-", 0), 0U);
-    }
-    EXPECT_FALSE(fs::exists(session_path));
-  }
-  EXPECT_FALSE(fs::exists(instance_path));
-  fs::remove_all(root);
-}
-
-TEST(RuntimeDir, RemoveStaleKeepsLiveOwnersAndRemovesDeadOnes) {
-  const std::string root = tempDir();
-  const auto self = ProcessIdentity::current();
-  // A live owner (this process under another instance id) and a dead one (a reaped child).
-  RuntimeDir live(root, "live", ownershipLabels("live", self));
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  waitpid(child, nullptr, 0);
-  auto dead_identity = self;
-  dead_identity.pid = child;
-  fs::create_directories(root + "/dead");
-  std::ofstream(root + "/dead/owner.json") << json(ownershipLabels("dead", dead_identity)).dump();
-
-  EXPECT_EQ(RuntimeDir::removeStale(root, "me", self), 1);
-  EXPECT_TRUE(fs::exists(root + "/live"));
-  EXPECT_FALSE(fs::exists(root + "/dead"));
-  fs::remove_all(root);
-}
-
 TEST(ProcessSidecarLauncher, StartsTheRelayAndStopsItWithTheHandle) {
   const std::string dir = tempDir();
   fs::create_directories(dir + "/sock");

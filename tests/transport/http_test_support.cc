@@ -68,6 +68,8 @@ Reply perform(std::uint16_t port, const Call& call) {
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDS, call.body.data());
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(call.body.size()));
+  } else if (call.method == "HEAD") {
+    curl_easy_setopt(curl.get(), CURLOPT_NOBODY, 1L);  // else curl waits for the announced body
   } else {
     curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, call.method.c_str());
   }

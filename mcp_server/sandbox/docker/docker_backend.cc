@@ -300,6 +300,10 @@ int DockerBackend::removeOrphans() {
     }
     const auto decision =
         decideOrphan(container, options_.instance_id, self_, nowUnix(), processStartTicks);
+    if (decision.duplicate_instance) {
+      logger().warn("container {}: {}", container.id.substr(0, 12), decision.reason);
+      continue;
+    }
     if (!decision.remove) {
       logger().debug("keeping container {}: {}", container.id.substr(0, 12), decision.reason);
       continue;

@@ -41,6 +41,28 @@ OrphanDecision staleUnlessRunning(const ContainerSummary& container, std::int64_
   return {true, why_unknown + ", and it has been " + container.state + " for a long time"};
 }
 
+// A container labelled with our instance id: ours if this very process created it; else left
+// by an earlier run of this instance (a restarted replica reaps its own leftovers, wherever that
+// run lived), unless a live process on this host still claims the id: then two servers were
+// given one id, and neither may touch the other's sandboxes.
+OrphanDecision decideOwnInstance(const std::string& boot_id, const std::string& pid_namespace,
+                                 std::optional<std::int64_t> pid,
+                                 std::optional<std::uint64_t> start, const ProcessIdentity& self,
+                                 const StartTicksLookup& start_ticks_of) {
+  const bool same_namespace = boot_id == self.boot_id && pid_namespace == self.pid_namespace;
+  if (same_namespace && pid && start) {
+    if (*pid == self.pid && *start == self.start_ticks) return {false, "belongs to this server"};
+    const auto live_start = start_ticks_of(*pid);
+    if (live_start && *live_start == *start) {
+      return {false,
+              "another live server (pid " + std::to_string(*pid) +
+                  ") uses this instance id: give each server its own instance_id",
+              true};
+    }
+  }
+  return {true, "an earlier run of this instance left it"};
+}
+
 }  // namespace
 
 ProcessIdentity ProcessIdentity::current() {
@@ -70,12 +92,13 @@ OrphanDecision decideOrphan(const ContainerSummary& container, const std::string
                             const ProcessIdentity& self, std::int64_t now_unix,
                             const StartTicksLookup& start_ticks_of) {
   const auto& labels = container.labels;
-  if (labelOr(labels, kLabelInstance) == our_instance) return {false, "belongs to this server"};
-
   const std::string boot_id = labelOr(labels, kLabelBootId);
   const std::string pid_namespace = labelOr(labels, kLabelPidNamespace);
   const auto pid = parseInt<std::int64_t>(labelOr(labels, kLabelPid));
   const auto start = parseInt<std::uint64_t>(labelOr(labels, kLabelPidStart));
+  if (labelOr(labels, kLabelInstance) == our_instance) {
+    return decideOwnInstance(boot_id, pid_namespace, pid, start, self, start_ticks_of);
+  }
   if (boot_id.empty() || pid_namespace.empty() || !pid || !start) {
     return staleUnlessRunning(container, now_unix, "its owner is not recorded");
   }

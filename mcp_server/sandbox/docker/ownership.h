@@ -4,7 +4,11 @@
 // Every container carries labels naming its owner: the server instance id, and the owning
 // process as (kernel boot id, pid namespace, pid, process start time). A container is removed as
 // an orphan only when we can prove its owner is gone:
-//   * same instance id as ours                   -> keep (ours)
+//   * same instance id, created by this process  -> keep (ours)
+//   * same instance id, another live process on this host -> keep (a duplicate id: warn)
+//   * same instance id otherwise                 -> remove: an earlier run of this instance (a
+//                                                   restarted replica reaps its own leftovers,
+//                                                   also on a shared or remote engine)
 //   * same boot id and pid namespace as ours     -> remove iff no process with that pid and
 //                                                   start time exists (pid reuse can't fool it)
 //   * another boot id / pid namespace, or no owner labels (we can't see that process)
@@ -12,8 +16,8 @@
 //                                                   created over kStaleAfterSeconds ago (a live
 //                                                   server starts its containers in seconds;
 //                                                   after a reboot leftovers are never running)
-// So two servers on one host (or in two containers sharing one engine) never remove each
-// other's live sandboxes.
+// So two servers with their own instance ids never remove each other's live sandboxes, whether
+// they share a host or only an engine.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +60,7 @@ struct ContainerSummary {
 struct OrphanDecision {
   bool remove = false;
   std::string reason;
+  bool duplicate_instance = false;  // a live process elsewhere on this host claims our id
 };
 
 // Returns the start time of a live process, or nullopt when no such pid exists.

@@ -1,0 +1,40 @@
+// The graceful end of a server (SIGTERM): new MCP sessions are refused at once, the warm pool
+// stops, clients of running calls are told, and running executions get up to shutdown.grace_s to
+// finish before the transport stops and every sandbox is removed. hurry() (a second signal)
+// cuts the wait short. Thread-safe: run() on one thread, hurry() from any.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+
+#include "mcp/mcp_server.h"
+#include "server/session_registry.h"
+
+namespace app {
+
+class Drain {
+ public:
+  Drain(std::chrono::seconds grace, server::SessionRegistry& sessions, mcp::McpServer& protocol)
+      : grace_(grace), sessions_(sessions), protocol_(protocol) {}
+
+  // `refuse_new` stops new sessions (HTTP: 503 on initialize, /readyz failing); `stop` stops the
+  // transport, after which the caller removes the sandboxes.
+  void run(const std::function<void()>& refuse_new, const std::function<void()>& stop);
+
+  void hurry() noexcept;
+
+ private:
+  // Until no execution runs, the grace period ends or hurry(); returns how many still run.
+  std::size_t waitForExecutions();
+
+  const std::chrono::seconds grace_;
+  server::SessionRegistry& sessions_;
+  mcp::McpServer& protocol_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool hurry_ = false;
+};
+
+}  // namespace app

@@ -1,0 +1,98 @@
+#include "app/serving.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "transport/http_transport.h"
+#include "transport/stdio_transport.h"
+
+namespace app {
+namespace {
+
+std::string readToken(const CliOptions& options) {
+  std::string token;
+  if (!options.token_file.empty()) {
+    std::ifstream in(options.token_file);
+    if (!in) throw config::ConfigError("cannot read --token-file " + options.token_file);
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("SANDBOX_MCP_TOKEN")) {
+    token = env;
+  }
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  return token;
+}
+
+transport::HttpTransportOptions httpOptions(const CliOptions& options,
+                                            const config::ServerConfig& cfg,
+                                            std::size_t max_workers) {
+  transport::HttpTransportOptions http;
+  http.address = options.http_address;
+  http.port = options.http_port;
+  http.path = cfg.http.path;
+  http.token = readToken(options);
+  if (!cfg.http.allowed_origins.empty()) http.allowed_origins = cfg.http.allowed_origins;
+  http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
+  http.max_worker_threads = max_workers;
+  http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
+  http.max_sessions = static_cast<std::size_t>(cfg.http.max_sessions);
+  http.max_connections = static_cast<std::size_t>(cfg.http.max_connections);
+  http.max_connections_per_address = static_cast<std::size_t>(cfg.http.max_connections_per_address);
+  http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);
+  http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
+  http.max_body_bytes_in_flight = static_cast<std::size_t>(cfg.http.max_body_bytes_in_flight);
+  return http;
+}
+
+}  // namespace
+
+void serveStdio(Serving& serving) {
+  transport::StdioTransportOptions options;
+  options.max_message_bytes = static_cast<std::size_t>(serving.config.stdio.max_message_bytes);
+  options.max_worker_threads = serving.max_workers;
+  transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, serving.protocol, options);
+  // One client, no new sessions to refuse: the drain only lets running executions finish.
+  serving.signals.onSignals([&] { serving.drain.run([] {}, [&] { stdio.stop(); }); },
+                            [&] { serving.drain.hurry(); });
+  spdlog::info("serving MCP over stdio");
+  stdio.run();
+}
+
+void serveHttp(const CliOptions& options, Serving& serving) {
+  auto http = httpOptions(options, serving.config, serving.max_workers);
+  http.get_endpoints = serving.fleet.handlers();
+  transport::HttpTransport server(serving.protocol, http);
+  server.start();
+  serving.server_endpoints->set(server::listenerEndpoints(http.address, server.port()));
+  serving.registry.gaugeCallback("sandbox_mcp_mcp_sessions",
+                                 "MCP sessions (Mcp-Session-Id) open over HTTP.",
+                                 [&server] { return static_cast<double>(server.sessionCount()); });
+  serving.signals.onSignals(
+      [&] {
+        serving.drain.run(
+            [&] {
+              serving.fleet.beginDrain();
+              server.beginDrain();
+            },
+            [&] { server.stop(); });
+      },
+      [&] { serving.drain.hurry(); });
+  const bool loopback =
+      http.address == "::1" || http.address == "localhost" || http.address.rfind("127.", 0) == 0;
+  if (!loopback) {
+    spdlog::warn(
+        "WEAKENED: HTTP listens on {} beyond loopback; every request needs the bearer token",
+        http.address);
+  }
+  spdlog::info(
+      "serving MCP over Streamable HTTP at http://{}:{}{}{} (and /healthz, /readyz, /metrics)",
+      http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,
+      server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
+  server.wait();
+}
+
+}  // namespace app

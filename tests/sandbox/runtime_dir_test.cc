@@ -1,0 +1,125 @@
+// RuntimeDir: the server's private run-time directory, its per-session directories, and the
+// sweep of directories that earlier runs (of this instance id or others) left behind.
+#include "sandbox/runtime_dir.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sandbox/backend.h"
+#include "sandbox/docker/ownership.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace sandbox;
+using namespace sandbox::docker;
+namespace fs = std::filesystem;
+
+std::string tempDir() {
+  std::string pattern = (fs::temp_directory_path() / "runtime-dir-test-XXXXXX").string();
+  return mkdtemp(pattern.data());
+}
+
+TEST(RuntimeDir, CreatesPrivateDirectoriesAndRemovesThem) {
+  const std::string root = tempDir();
+  std::string instance_path;
+  std::string session_path;
+  {
+    RuntimeDir dir(root, "inst1", {{kLabelInstance, "inst1"}});
+    instance_path = dir.path();
+    EXPECT_EQ(fs::status(instance_path).permissions(), fs::perms::owner_all);
+    EXPECT_TRUE(fs::exists(instance_path + "/owner.json"));
+    const auto python = dir.writePythonModule("m.py", "X = 1\n");
+    EXPECT_TRUE(fs::exists(python + "/m.py"));
+    {
+      auto session =
+          dir.createSessionDir(std::to_string(getuid()) + ":" + std::to_string(getgid()));
+      session_path = session->path();
+      EXPECT_TRUE(fs::is_directory(session_path + "/sock"));
+      EXPECT_EQ(session_path.rfind(instance_path + "/s-", 0), 0U);
+    }
+    EXPECT_FALSE(fs::exists(session_path));
+  }
+  EXPECT_FALSE(fs::exists(instance_path));
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, RemoveStaleKeepsLiveOwnersAndRemovesDeadOnes) {
+  const std::string root = tempDir();
+  const auto self = ProcessIdentity::current();
+  // A live owner (this process under another instance id) and a dead one (a reaped child).
+  RuntimeDir live(root, "live", ownershipLabels("live", self));
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  auto dead_identity = self;
+  dead_identity.pid = child;
+  fs::create_directories(root + "/dead");
+  std::ofstream(root + "/dead/owner.json") << json(ownershipLabels("dead", dead_identity)).dump();
+
+  EXPECT_EQ(RuntimeDir::removeStale(root, "me", self), 1);
+  EXPECT_TRUE(fs::exists(root + "/live"));
+  EXPECT_FALSE(fs::exists(root + "/dead"));
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, ARestartedInstanceStartsFromAnEmptyDirectory) {
+  const std::string root = tempDir();
+  const auto self = ProcessIdentity::current();
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  auto earlier_run = self;  // the same instance id, run by a process that has exited
+  earlier_run.pid = child;
+  fs::create_directories(root + "/replica-1/s-leftover");
+  std::ofstream(root + "/replica-1/owner.json")
+      << json(ownershipLabels("replica-1", earlier_run)).dump();
+
+  EXPECT_EQ(RuntimeDir::removeStale(root, "replica-1", self), 1);
+  fs::create_directories(root + "/replica-1/s-leftover");  // removeStale raced, say: ctor cleans
+  {
+    RuntimeDir dir(root, "replica-1", ownershipLabels("replica-1", self));
+    EXPECT_FALSE(fs::exists(dir.path() + "/s-leftover"));
+    EXPECT_TRUE(fs::exists(dir.path() + "/owner.json"));
+  }
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, RefusesAnInstanceIdThatALiveServerHolds) {
+  const std::string root = tempDir();
+  const pid_t other = fork();  // another live "server" on this host
+  if (other == 0) {
+    pause();
+    _exit(0);
+  }
+  auto identity = ProcessIdentity::current();
+  identity.pid = other;
+  identity.start_ticks = processStartTicks(other).value_or(0);
+  fs::create_directories(root + "/replica-1/s-live");
+  std::ofstream(root + "/replica-1/owner.json")
+      << json(ownershipLabels("replica-1", identity)).dump();
+
+  EXPECT_EQ(RuntimeDir::removeStale(root, "replica-1", ProcessIdentity::current()), 0);
+  try {
+    RuntimeDir dir(root, "replica-1", ownershipLabels("replica-1", ProcessIdentity::current()));
+    ADD_FAILURE() << "a second server took instance id replica-1";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("another live server (pid " + std::to_string(other) +
+                                         ") uses this instance id"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::exists(root + "/replica-1/s-live"));  // the live server's files are untouched
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+  fs::remove_all(root);
+}
+
+}  // namespace
