@@ -97,7 +97,8 @@ std::string muxed(char stream, std::string_view payload) {
 TEST(HostileAgentStream, EndlessStderrWithoutNewlineStaysBoundedAndAtDebug) {
   LogCapture capture;
   auto [server_end, agent_end] = socketPair();
-  AttachStream stream(UpgradedConnection{std::move(server_end), {}}, "0123456789abcdef", 2s);
+  AttachStream stream(UpgradedConnection{std::move(server_end), {}, nullptr}, "0123456789abcdef",
+                      2s);
   std::thread writer([fd = std::move(agent_end)]() mutable {
     SocketStream out(std::move(fd), 5s);
     // 64 MiB of stderr without a single newline, then forged log lines, then a frame.
