@@ -58,6 +58,8 @@ readonly SANDBOX_APT_PACKAGES=(
   docker.io debootstrap
   # script helpers, e2e/bench tooling; openssl makes scripts/tls_dockerd.sh's certificates
   python3 curl jq hyperfine openssl
+  # the sticky front of a fleet (deploy/haproxy.cfg), run by tests/e2e/fleet.test.mjs
+  haproxy
 )
 
 apt_package_installed() {

@@ -29,9 +29,9 @@ export async function connectStdio(extraArgs = []) {
 }
 
 // Starts `sandbox-mcp --http 127.0.0.1:0` and resolves once it logs its bound port.
-export function startHttpServer(extraArgs = [], env = {}) {
+export function startHttpServer(extraArgs = [], env = {}, address = '127.0.0.1:0') {
   return new Promise((resolve, reject) => {
-    const child = spawn(SERVER_BIN, ['--http', '127.0.0.1:0', ...extraArgs], {
+    const child = spawn(SERVER_BIN, ['--http', address, ...extraArgs], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, ...env },
     });

@@ -1,0 +1,262 @@
+// A fleet, end to end: two replicas, each on its own engine (A on the local dockerd over its Unix
+// socket, B on the TLS-only second dockerd of scripts/tls_dockerd.sh over tcp:// with client
+// certificates), behind haproxy running deploy/haproxy.cfg as it is, and 16 official-SDK clients
+// connecting through the front only. Everything on loopback.
+//
+//  1. sessions are balanced and sticky: each stays on its replica, and its state persists;
+//  2. a killed replica's clients get a clean "session not found" and recover by initializing
+//     again (on the live replica); the replica restarted with its instance id serves again;
+//  3. a draining replica gets no new session, while its running execution finishes through the
+//     front; it exits 0;
+//  4. no container of either replica is left on either engine.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  SERVER_BIN, connectHttp, containersOfInstance, getEndpoint, startHttpServer, stopServer, waitFor,
+} from './harness.mjs';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const TLS_HOST = process.env.SANDBOX_TLS_ENGINE_HOST;
+const TLS_CERTS = process.env.SANDBOX_TLS_ENGINE_CERTS;
+const TLS_SOCKET = process.env.SANDBOX_TLS_ENGINE_SOCKET;
+const TOKEN = `fleet-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+const AUTH = { Authorization: `Bearer ${TOKEN}` };
+const CLIENTS = 16;
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-fleet-'));
+const replicas = {}; // name -> { server, instanceId, port, config }
+let front; // { process, url, log }
+const clients = []; // { conn, sid, value, replica }
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+// GET on the TLS engine's private Unix socket (the test's view of "the remote engine").
+function tlsEngineContainers(instanceId) {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`sandbox-mcp.instance=${instanceId}`] }));
+  return new Promise((resolve, reject) => {
+    http.get({ socketPath: TLS_SOCKET, path: `/v1.41/containers/json?all=1&filters=${filters}` }, (res) => {
+      let body = '';
+      res.on('data', (c) => { body += c; });
+      res.on('end', () => resolve(JSON.parse(body)));
+    }).on('error', reject);
+  });
+}
+
+async function startReplica(name, docker) {
+  const instanceId = `fleet-${name}-${process.pid}`;
+  const port = replicas[name]?.port ?? await freePort();
+  const config = {
+    instance_id: instanceId,
+    pool: { size: 1, preload_python: [] },
+    shutdown: { grace_s: 60 },
+    ...(docker ? { docker } : {}),
+  };
+  const file = path.join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  writeFileSync(path.join(dir, `${name}.token`), `${TOKEN}\n`);
+  // A fixed port, kept across a restart: the front names it.
+  const server = await startHttpServer(['--config', file, '--token-file', path.join(dir, `${name}.token`)],
+    {}, `127.0.0.1:${port}`);
+  replicas[name] = { server, instanceId, port, name };
+  return replicas[name];
+}
+
+function startFront() {
+  return new Promise((resolve, reject) => {
+    freePort().then((port) => {
+      const env = {
+        ...process.env,
+        SANDBOX_FRONT_BIND: `127.0.0.1:${port}`,
+        SANDBOX_REPLICA_A: `127.0.0.1:${replicas.a.port}`,
+        SANDBOX_REPLICA_B: `127.0.0.1:${replicas.b.port}`,
+        SANDBOX_MCP_TOKEN: TOKEN,
+      };
+      const child = spawn('haproxy', ['-db', '-f', path.join(REPO, 'deploy/haproxy.cfg')],
+        { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let log = '';
+      child.stderr.on('data', (c) => { log += c; });
+      child.on('error', (e) => reject(new Error(`haproxy did not start (is it installed? scripts/setup.sh installs it): ${e.message}`)));
+      front = { process: child, url: `http://127.0.0.1:${port}/mcp`, log: () => log };
+      resolve(front);
+    }, reject);
+  });
+}
+
+// The replica holding MCP session `sessionId`: the one whose /metrics counts it is not enough
+// (counts only), so ask each replica directly with the session id: only its own knows it.
+async function replicaOf(sessionId) {
+  for (const replica of Object.values(replicas)) {
+    if (replica.server.exitCode !== null) continue;
+    const res = await fetch(replica.server.url, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    if (res.status === 200) return replica.name;
+  }
+  return null;
+}
+
+async function runCode(client, code, sessionId) {
+  const res = await client.callTool({ name: 'run_code', arguments: { code, ...(sessionId ? { session_id: sessionId } : {}) } },
+    undefined, { timeout: 120000 });
+  assert.equal(res.isError, false, JSON.stringify(res));
+  return res.structuredContent;
+}
+
+async function mcpSessions(replica) {
+  const { text } = await getEndpoint(replica.server.url, '/metrics', AUTH);
+  const line = text.split('\n').find((l) => l.startsWith('sandbox_mcp_mcp_sessions '));
+  return Number(line.split(' ')[1]);
+}
+
+before(async () => {
+  assert.ok(TLS_HOST && TLS_CERTS && TLS_SOCKET,
+    'no TLS engine: run `scripts/tls_dockerd.sh start && eval "$(scripts/tls_dockerd.sh env)"` (scripts/test.sh does)');
+  assert.ok(SERVER_BIN);
+  await startReplica('a');
+  await startReplica('b', {
+    host: TLS_HOST,
+    tls: { ca_file: `${TLS_CERTS}/ca.pem`, cert_file: `${TLS_CERTS}/client.pem`, key_file: `${TLS_CERTS}/client-key.pem` },
+  });
+  await startFront();
+  // Both replicas ready and seen as UP by the front (health checks every 500 ms, rise 2).
+  for (const replica of Object.values(replicas)) {
+    await waitFor(async () => (await getEndpoint(replica.server.url, '/readyz', AUTH)).status === 200, 60000,
+      `replica ${replica.name} to be ready`);
+  }
+  await new Promise((r) => setTimeout(r, 1500));
+});
+
+after(async () => {
+  for (const c of clients) await c.conn?.client.close().catch(() => {});
+  for (const replica of Object.values(replicas)) {
+    if (replica.server.exitCode === null) await stopServer(replica.server);
+  }
+  if (front) {
+    front.process.kill('SIGTERM');
+    await new Promise((r) => (front.process.exitCode !== null ? r() : front.process.on('exit', r)));
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('16 clients through the front: sessions spread over both replicas, stay there, keep state', async () => {
+  for (let i = 0; i < CLIENTS; i++) {
+    const conn = await connectHttp(front.url, AUTH);
+    const first = await runCode(conn.client, `x = ${i}\nx`);
+    assert.equal(first.result, String(i));
+    const sid = conn.transport.sessionId;
+    clients.push({ conn, sid, sandbox: first.session_id, value: i, replica: await replicaOf(sid) });
+  }
+  const onA = clients.filter((c) => c.replica === 'a').length;
+  const onB = clients.filter((c) => c.replica === 'b').length;
+  assert.equal(onA + onB, CLIENTS, `every session lives on a replica: ${JSON.stringify(clients.map((c) => c.replica))}`);
+  assert.ok(onA >= 4 && onB >= 4, `balanced across replicas: ${onA} on a, ${onB} on b`);
+  assert.equal(await mcpSessions(replicas.a), onA);
+  assert.equal(await mcpSessions(replicas.b), onB);
+
+  for (let round = 1; round <= 3; round++) {
+    await Promise.all(clients.map(async (c) => {
+      const out = await runCode(c.conn.client, `x += 100\nx`, c.sandbox);
+      c.value += 100;
+      assert.equal(out.result, String(c.value), 'the sandbox kept its state: every call reached its replica');
+    }));
+  }
+  // Sandboxes live on their replica's engine, labelled with its instance id.
+  const localIds = new Set((await containersOfInstance(replicas.a.instanceId)).map((c) => c.Id));
+  const remoteIds = new Set((await tlsEngineContainers(replicas.b.instanceId)).map((c) => c.Id));
+  for (const c of clients) {
+    const stats = await c.conn.client.callTool({ name: 'get_session_stats', arguments: { session_id: c.sandbox } });
+    const id = stats.structuredContent.container_id;
+    assert.ok((c.replica === 'a' ? localIds : remoteIds).has(id), `session on ${c.replica} runs on its engine`);
+  }
+});
+
+test('a killed replica: its clients get "session not found" and recover by initializing again', async () => {
+  const victims = clients.filter((c) => c.replica === 'b');
+  replicas.b.server.kill('SIGKILL');
+  await new Promise((r) => (replicas.b.server.exitCode !== null ? r() : replicas.b.server.on('exit', r)));
+  for (const c of victims) {
+    await assert.rejects(runCode(c.conn.client, 'x', c.sandbox), (e) => /Session not found|404/.test(String(e.message ?? e)),
+      'a clean session-not-found error');
+    await c.conn.client.close().catch(() => {});
+    c.conn = await connectHttp(front.url, AUTH); // the SDK's recovery: a new session
+    const again = await runCode(c.conn.client, 'x = 7\nx');
+    assert.equal(again.result, '7');
+    c.value = 7;
+    c.sandbox = again.session_id;
+    c.replica = await replicaOf(c.conn.transport.sessionId);
+    assert.equal(c.replica, 'a', 'the new session went to the live replica');
+  }
+  // Restarted with its instance id, B reaps what its killed run left on the remote engine.
+  await startReplica('b', {
+    host: TLS_HOST,
+    tls: { ca_file: `${TLS_CERTS}/ca.pem`, cert_file: `${TLS_CERTS}/client.pem`, key_file: `${TLS_CERTS}/client-key.pem` },
+  });
+  await waitFor(async () => (await getEndpoint(replicas.b.server.url, '/readyz', AUTH)).status === 200, 60000, 'b ready again');
+  await waitFor(async () => (await tlsEngineContainers(replicas.b.instanceId)).length <= 1, 30000,
+    'only the restarted replica\'s pooled sandbox on the TLS engine');
+  assert.ok(front, 'the front keeps the same backend addresses');
+});
+
+test('a draining replica takes no new session while its running execution finishes', async () => {
+  // The front may need a health check or two to see B back (rise 2 x 500 ms).
+  await new Promise((r) => setTimeout(r, 1500));
+  const draining = clients.find((c) => c.replica === 'a');
+  let begun;
+  const started = new Promise((r) => { begun = r; });
+  const running = draining.conn.client.callTool(
+    { name: 'run_code', arguments: { code: 'import time\nprint("begin", flush=True)\ntime.sleep(4)\nx = 99\nprint("end")', session_id: draining.sandbox } },
+    undefined, { onprogress: () => begun(), timeout: 120000 });
+  running.catch(() => {});
+  await started;
+  const aExit = new Promise((r) => replicas.a.server.on('exit', r));
+  replicas.a.server.kill('SIGTERM');
+  await waitFor(async () => (await getEndpoint(replicas.a.server.url, '/readyz', AUTH)).status === 503, 5000, 'a draining');
+  await new Promise((r) => setTimeout(r, 1200)); // the front's next health check marks A down
+
+  // A's other sessions still reach A through the front (option persist): not redispatched.
+  const other = clients.find((c) => c.replica === 'a' && c !== draining);
+  assert.ok(other, 'a second session on a');
+  assert.equal((await runCode(other.conn.client, 'x', other.sandbox)).result, String(other.value),
+    'a session of the draining replica keeps its state through the front');
+
+  const bBefore = await mcpSessions(replicas.b);
+  const fresh = [];
+  for (let i = 0; i < 4; i++) {
+    const conn = await connectHttp(front.url, AUTH);
+    assert.equal((await runCode(conn.client, '2+2')).result, '4');
+    fresh.push(conn);
+  }
+  assert.equal(await mcpSessions(replicas.b), bBefore + 4, 'every new session went to b');
+  for (const conn of fresh) await conn.client.close();
+
+  const result = await running;
+  assert.equal(result.isError, false, JSON.stringify(result));
+  assert.match(result.structuredContent.stdout, /begin\nend/, 'the running execution finished through the front');
+  assert.equal(await aExit, 0, 'a exits 0 after its drain');
+});
+
+test('no container of either replica is left on either engine', async () => {
+  for (const c of clients) await c.conn.client.close().catch(() => {});
+  assert.equal(await stopServer(replicas.b.server), 0);
+  await waitFor(async () => (await containersOfInstance(replicas.a.instanceId)).length === 0, 15000, 'a\'s containers gone');
+  await waitFor(async () => (await tlsEngineContainers(replicas.b.instanceId)).length === 0, 15000, 'b\'s containers gone');
+});
