@@ -232,7 +232,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
                  cfg.pool.size);
   }
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
-  registerServerMetrics(metrics_registry, sessions, fleet, backend.instanceId());
+  registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
   Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol);
   Serving serving{cfg,
                   protocol,

@@ -7,12 +7,14 @@
 
 #include "app/fleet_endpoints.h"
 #include "metrics/registry.h"
+#include "sandbox/docker/engine_client.h"
 #include "server/session_registry.h"
 
 namespace app {
 
-// The callbacks refer to `sessions` and `fleet`: scrape only while both live.
+// The callbacks refer to `sessions`, `fleet` and `engine`: scrape only while they live.
 void registerServerMetrics(metrics::Registry& registry, server::SessionRegistry& sessions,
-                           const FleetEndpoints& fleet, const std::string& instance_id);
+                           const FleetEndpoints& fleet, const sandbox::docker::EngineClient& engine,
+                           const std::string& instance_id);
 
 }  // namespace app

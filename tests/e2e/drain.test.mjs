@@ -87,6 +87,7 @@ test('health, readiness and metrics describe the replica; its containers carry i
     assert.equal(sample(text, 'sandbox_mcp_draining'), 0);
     assert.equal(sample(text, 'sandbox_mcp_busy_refusals_total{limit="executions"}'), 0);
     assert.match(text, /# TYPE sandbox_mcp_pool_misses_total counter/);
+    assert.equal(sample(text, 'sandbox_mcp_engine_errors_total{kind="transport"}'), 0);
   } finally {
     await conn.client.close();
     assert.equal(await stopServer(server), 0);

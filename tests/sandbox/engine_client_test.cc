@@ -76,6 +76,29 @@ TEST(EngineClient, ExplainsAMissingSocket) {
   }
 }
 
+TEST(EngineClient, CountsFailuresThatAreTheEnginesNotTheCallers) {
+  FakeEngine engine(socketPath("counts"), [](const FakeRequest& request) {
+    if (request.head.find("/boom") != std::string::npos) {
+      return FakeReply{FakeEngine::reply(500, "Internal Server Error", R"({"message":"disk"})"),
+                       /*close_after=*/true};
+    }
+    return FakeReply{FakeEngine::reply(404, "Not Found", R"({"message":"No such container"})"),
+                     /*close_after=*/true};
+  });
+  EngineClient client(optionsFor(socketPath("counts")));
+  EXPECT_THROW((void)client.request(Method::kGet, "/containers/x/json"), EngineError);  // 404
+  EXPECT_THROW((void)client.request(Method::kGet, "/boom"), EngineError);               // 500
+  EXPECT_THROW((void)client.upgrade(Method::kPost, "/boom/attach"), EngineError);       // 500
+  EXPECT_EQ(client.failures().server, 2U);
+  EXPECT_EQ(client.failures().transport, 0U);
+
+  EngineClient unreachable(optionsFor(socketPath("nobody-here")));
+  EXPECT_THROW((void)unreachable.request(Method::kGet, "/version"), EngineError);
+  EXPECT_THROW((void)unreachable.upgrade(Method::kPost, "/containers/x/attach"), EngineError);
+  EXPECT_EQ(unreachable.failures().transport, 2U);
+  EXPECT_EQ(unreachable.failures().server, 0U);
+}
+
 TEST(EngineClient, ReusesKeepAliveConnections) {
   FakeEngine engine(socketPath("reuse"), [](const FakeRequest&) {
     return FakeReply{FakeEngine::reply(200, "OK", "{}")};

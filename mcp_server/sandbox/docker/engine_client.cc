@@ -110,13 +110,31 @@ void EngineClient::release(std::unique_ptr<EngineConnection> connection) {
 EngineResponse EngineClient::request(Method method, std::string_view path,
                                      const std::optional<nlohmann::json>& body,
                                      std::optional<std::chrono::milliseconds> timeout) {
-  if (!body) return send(method, path, std::nullopt, timeout);
-  return send(method, path, RawBody{kJson, body->dump()}, timeout);
+  try {
+    if (!body) return send(method, path, std::nullopt, timeout);
+    return send(method, path, RawBody{kJson, body->dump()}, timeout);
+  } catch (const EngineError& e) {
+    noteFailure(e);
+    throw;
+  }
 }
 
 EngineResponse EngineClient::request(Method method, std::string_view path, const RawBody& body,
                                      std::optional<std::chrono::milliseconds> timeout) {
-  return send(method, path, body, timeout);
+  try {
+    return send(method, path, body, timeout);
+  } catch (const EngineError& e) {
+    noteFailure(e);
+    throw;
+  }
+}
+
+void EngineClient::noteFailure(const EngineError& error) noexcept {
+  if (error.status() == 0) {
+    transport_failures_.fetch_add(1, std::memory_order_relaxed);
+  } else if (error.status() >= 500) {
+    server_failures_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 EngineResponse EngineClient::send(Method method, std::string_view path, std::optional<RawBody> body,
@@ -160,15 +178,23 @@ UpgradedConnection EngineClient::upgrade(Method method, std::string_view path,
   request.prepare_payload();
   const std::string line = requestLine(request);
 
-  auto connection = connect();
+  std::unique_ptr<EngineConnection> connection;
+  try {
+    connection = connect();
+  } catch (const EngineError& e) {
+    noteFailure(e);
+    throw;
+  }
   EngineReplyParser parser;
   parser.body_limit(options_.max_reply_bytes);
   const auto wait = timeout.value_or(options_.request_timeout);
   if (const auto ec = connection->exchange(request, parser, wait, /*header_only=*/true)) {
+    transport_failures_.fetch_add(1, std::memory_order_relaxed);
     throw EngineError(0, connection->describe(ec), line);
   }
   const auto status = static_cast<int>(parser.get().result_int());
   if (status == 101) return EngineConnection::detach(std::move(connection));
+  if (status >= 500) server_failures_.fetch_add(1, std::memory_order_relaxed);
   // Not upgraded: read the error body so the message says why.
   if (status >= 400 && !connection->readRest(parser)) {
     throw EngineError(status, engineMessageFromBody(parser.get().body()), line);

@@ -5,8 +5,10 @@
 // Thread-safe: any number of threads may call it at once (each call uses its own connection).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -109,17 +111,31 @@ class EngineClient {
   // bind-mounted into its containers.
   [[nodiscard]] bool remote() const noexcept { return options_.endpoint.isTcp(); }
 
+  // Calls that failed for the engine's sake, since start (GET /metrics): unreachable, timed out
+  // or cut off (`transport`), or answered 5xx (`server`). 4xx answers are the caller's business.
+  struct FailureCounts {
+    std::uint64_t transport = 0;
+    std::uint64_t server = 0;
+  };
+  [[nodiscard]] FailureCounts failures() const noexcept {
+    return {transport_failures_.load(std::memory_order_relaxed),
+            server_failures_.load(std::memory_order_relaxed)};
+  }
+
  private:
   EngineResponse send(Method method, std::string_view path, std::optional<RawBody> body,
                       std::optional<std::chrono::milliseconds> timeout);
   std::unique_ptr<detail::EngineConnection> connect();
   std::unique_ptr<detail::EngineConnection> acquire(bool& reused);
   void release(std::unique_ptr<detail::EngineConnection> connection);
+  void noteFailure(const EngineError& error) noexcept;
 
   EngineClientOptions options_;
   std::unique_ptr<detail::TlsContext> tls_;  // tcp:// only: certificates loaded once
   std::mutex pool_mutex_;
   std::vector<std::unique_ptr<detail::EngineConnection>> idle_;
+  std::atomic<std::uint64_t> transport_failures_{0};
+  std::atomic<std::uint64_t> server_failures_{0};
 };
 
 // Percent-encodes everything except RFC 3986 unreserved characters. Pure.
