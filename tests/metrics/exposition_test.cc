@@ -194,12 +194,12 @@ TEST_P(RenderTable, ExactText) {
   EXPECT_EQ(registry.render(), GetParam().expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Unit, RenderTable, testing::ValuesIn(renderRows()),
+INSTANTIATE_TEST_SUITE_P(Metrics, RenderTable, testing::ValuesIn(renderRows()),
                          [](const testing::TestParamInfo<RenderRow>& row_info) {
                            return row_info.param.name;
                          });
 
-TEST(Unit, GaugeCallbackRunsAtEachRender) {
+TEST(Metrics, GaugeCallbackRunsAtEachRender) {
   metrics::Registry registry;
   int calls = 0;
   registry.gaugeCallback("reads", "Reads.", [&calls] { return static_cast<double>(++calls); });

@@ -17,7 +17,7 @@ namespace {
 constexpr int kThreads = 8;
 constexpr int kPerThread = 100000;
 
-TEST(Unit, CounterIgnoresNegativeAndNaN) {
+TEST(Metrics, CounterIgnoresNegativeAndNaN) {
   metrics::Counter counter;
   counter.inc();
   counter.inc(2.5);
@@ -27,7 +27,7 @@ TEST(Unit, CounterIgnoresNegativeAndNaN) {
   EXPECT_EQ(counter.value(), 3.5);
 }
 
-TEST(Unit, GaugeSetIncDec) {
+TEST(Metrics, GaugeSetIncDec) {
   metrics::Gauge gauge;
   gauge.set(10);
   gauge.inc();
@@ -38,7 +38,7 @@ TEST(Unit, GaugeSetIncDec) {
   EXPECT_EQ(gauge.value(), 0.5);
 }
 
-TEST(Unit, HistogramCountsBoundaryValueInItsBucket) {
+TEST(Metrics, HistogramCountsBoundaryValueInItsBucket) {
   metrics::Histogram histogram({0.005, 0.01});
   histogram.observe(0.005);
   histogram.observe(0.0050000001);
@@ -51,7 +51,7 @@ TEST(Unit, HistogramCountsBoundaryValueInItsBucket) {
   EXPECT_DOUBLE_EQ(snapshot.sum, 100.0200000001);
 }
 
-TEST(Unit, ConcurrentUpdatesFromEightThreadsSumExactly) {
+TEST(Metrics, ConcurrentUpdatesFromEightThreadsSumExactly) {
   metrics::Registry registry;
   auto& counter = registry.counter("hits_total", "Hits.");
   auto& gauge = registry.gauge("in_flight", "In flight.");
@@ -88,7 +88,7 @@ TEST(Unit, ConcurrentUpdatesFromEightThreadsSumExactly) {
   }
 }
 
-TEST(Unit, ConcurrentRegistrationReturnsOneObject) {
+TEST(Metrics, ConcurrentRegistrationReturnsOneObject) {
   metrics::Registry registry;
   std::vector<metrics::Counter*> seen(kThreads, nullptr);
   std::vector<std::thread> threads;

@@ -13,7 +13,7 @@
 
 namespace {
 
-TEST(Unit, SameNameAndLabelsReturnSameObject) {
+TEST(Metrics, SameNameAndLabelsReturnSameObject) {
   metrics::Registry registry;
   auto& a = registry.counter("calls_total", "Calls.", {{"tool", "exec"}, {"result", "ok"}});
   auto& b = registry.counter("calls_total", "Calls.", {{"result", "ok"}, {"tool", "exec"}});
@@ -26,7 +26,7 @@ TEST(Unit, SameNameAndLabelsReturnSameObject) {
   EXPECT_NE(&h, &registry.histogram("t_seconds", "T.", {1, 2}, {{"k", "w"}}));
 }
 
-TEST(Unit, ReferencesStayValidAsTheRegistryGrows) {
+TEST(Metrics, ReferencesStayValidAsTheRegistryGrows) {
   metrics::Registry registry;
   auto& first = registry.counter("first_total", "F.");
   first.inc();
@@ -38,7 +38,7 @@ TEST(Unit, ReferencesStayValidAsTheRegistryGrows) {
   EXPECT_EQ(first.value(), 2);
 }
 
-TEST(Unit, TrailingInfBucketIsTheImplicitOne) {
+TEST(Metrics, TrailingInfBucketIsTheImplicitOne) {
   metrics::Registry registry;
   const double inf = std::numeric_limits<double>::infinity();
   auto& h = registry.histogram("h_seconds", "H.", {0.5, inf});
@@ -161,12 +161,12 @@ TEST_P(ConflictTable, ThrowsAndLeavesNoTrace) {
   EXPECT_EQ(registry.render(), before);
 }
 
-INSTANTIATE_TEST_SUITE_P(Unit, ConflictTable, testing::ValuesIn(conflictRows()),
+INSTANTIATE_TEST_SUITE_P(Metrics, ConflictTable, testing::ValuesIn(conflictRows()),
                          [](const testing::TestParamInfo<ConflictRow>& row_info) {
                            return row_info.param.name;
                          });
 
-TEST(Unit, ConflictMessageNamesTheMetricAndBothTypes) {
+TEST(Metrics, ConflictMessageNamesTheMetricAndBothTypes) {
   metrics::Registry registry;
   registry.counter("x_total", "X.");
   try {

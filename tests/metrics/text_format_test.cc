@@ -51,23 +51,23 @@ TEST_P(FormatValueTable, Text) {
   EXPECT_EQ(metrics::formatValue(GetParam().value), GetParam().expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Unit, FormatValueTable, testing::ValuesIn(valueRows()),
+INSTANTIATE_TEST_SUITE_P(Metrics, FormatValueTable, testing::ValuesIn(valueRows()),
                          [](const testing::TestParamInfo<ValueRow>& row_info) {
                            return row_info.param.name;
                          });
 
-TEST(Unit, EscapeHelpEscapesBackslashAndNewlineOnly) {
+TEST(Metrics, EscapeHelpEscapesBackslashAndNewlineOnly) {
   EXPECT_EQ(metrics::escapeHelp("plain"), "plain");
   EXPECT_EQ(metrics::escapeHelp("a\\b\nc \"q\""), "a\\\\b\\nc \"q\"");
 }
 
-TEST(Unit, EscapeLabelValueEscapesBackslashQuoteAndNewline) {
+TEST(Metrics, EscapeLabelValueEscapesBackslashQuoteAndNewline) {
   EXPECT_EQ(metrics::escapeLabelValue("plain"), "plain");
   EXPECT_EQ(metrics::escapeLabelValue("a\\b\nc \"q\""), "a\\\\b\\nc \\\"q\\\"");
   EXPECT_EQ(metrics::escapeLabelValue("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 passes through
 }
 
-TEST(Unit, ContentTypeIsTextFormat004) {
+TEST(Metrics, ContentTypeIsTextFormat004) {
   EXPECT_STREQ(metrics::kContentType, "text/plain; version=0.0.4; charset=utf-8");
 }
 
@@ -109,7 +109,7 @@ TEST_P(NameTable, Rules) {
   EXPECT_EQ(metrics::isValidLabelName(GetParam().text), GetParam().valid_label);
 }
 
-INSTANTIATE_TEST_SUITE_P(Unit, NameTable, testing::ValuesIn(nameRows()),
+INSTANTIATE_TEST_SUITE_P(Metrics, NameTable, testing::ValuesIn(nameRows()),
                          [](const testing::TestParamInfo<NameRow>& row_info) {
                            return row_info.param.name;
                          });
