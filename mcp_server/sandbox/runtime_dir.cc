@@ -106,12 +106,14 @@ std::int64_t modifiedUnix(const fs::path& path) {
 }
 
 // A run-time directory as the ownership rule sees it: a directory never runs, so only its
-// owner (owner.json, the labels of its server) and its age count.
+// owner (owner.json, the labels of its server) and its age count. The age is owner.json's, which
+// its live server touches every RuntimeDir::kHeartbeat.
 docker::ContainerSummary summarizeDirectory(const fs::path& path) {
   docker::ContainerSummary summary;
   summary.id = path.string();
   summary.state = "exited";
-  summary.created_unix = modifiedUnix(path);
+  const std::int64_t heartbeat = modifiedUnix(path / kOwnerFile);
+  summary.created_unix = heartbeat != 0 ? heartbeat : modifiedUnix(path);
   try {
     std::ifstream in(path / kOwnerFile);
     summary.labels = nlohmann::json::parse(in).get<std::map<std::string, std::string>>();
@@ -154,8 +156,9 @@ ScopedDirectory::~ScopedDirectory() {
 }
 
 RuntimeDir::RuntimeDir(const std::string& root, const std::string& instance_id,
-                       const std::map<std::string, std::string>& owner_labels)
-    : path_(root + "/" + instance_id) {
+                       const std::map<std::string, std::string>& owner_labels,
+                       std::chrono::milliseconds heartbeat)
+    : path_(root + "/" + instance_id), heartbeat_interval_(heartbeat) {
   ensurePrivateRoot(root);
   refuseLiveDuplicate(path_, instance_id);
   std::error_code ec;
@@ -164,9 +167,29 @@ RuntimeDir::RuntimeDir(const std::string& root, const std::string& instance_id,
   std::ofstream owner(path_ + "/" + kOwnerFile);
   owner << nlohmann::json(owner_labels).dump() << '\n';
   if (!owner) throw SandboxError("cannot write " + path_ + "/" + kOwnerFile);
+  owner.close();
+  heartbeat_ = std::thread([this] { heartbeatLoop(); });
+}
+
+// Keeps owner.json's mtime fresh: servers that cannot see this process (another pid namespace)
+// tell a live directory from a dead one by it.
+void RuntimeDir::heartbeatLoop() {
+  const std::string owner = path_ + "/" + kOwnerFile;
+  std::unique_lock lock(heartbeat_mutex_);
+  while (!heartbeat_wake_.wait_for(lock, heartbeat_interval_, [this] { return stopping_; })) {
+    if (::utimensat(AT_FDCWD, owner.c_str(), nullptr, 0) != 0) {
+      logger().warn("cannot touch {}: {}", owner, std::strerror(errno));
+    }
+  }
 }
 
 RuntimeDir::~RuntimeDir() {
+  {
+    const std::lock_guard lock(heartbeat_mutex_);
+    stopping_ = true;
+  }
+  heartbeat_wake_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
   std::error_code ec;
   fs::remove_all(path_, ec);
   if (ec) logger().warn("could not remove {}: {}", path_, ec.message());

@@ -5,11 +5,15 @@
 // (sandbox/docker/ownership.h). Thread-safe.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "sandbox/docker/ownership.h"
 
@@ -33,12 +37,16 @@ class ScopedDirectory {
 
 class RuntimeDir {
  public:
+  static constexpr std::chrono::milliseconds kHeartbeat{60'000};
+
   // Creates <root>/<instance_id> and records its owner (the ownership labels) in owner.json.
   // `root` is created 0700 if missing, and refused when it is a symlink, not owned by this
   // process's uid, or writable by group or others (someone could have pre-created it in /tmp).
   // Throws SandboxError naming the directory and what to do.
+  // A thread touches owner.json every `heartbeat` (see removeStale).
   RuntimeDir(const std::string& root, const std::string& instance_id,
-             const std::map<std::string, std::string>& owner_labels);
+             const std::map<std::string, std::string>& owner_labels,
+             std::chrono::milliseconds heartbeat = kHeartbeat);
   ~RuntimeDir();
   RuntimeDir(const RuntimeDir&) = delete;
   RuntimeDir& operator=(const RuntimeDir&) = delete;
@@ -54,11 +62,21 @@ class RuntimeDir {
   std::string writePythonModule(const std::string& file_name, const std::string& content);
 
   // Removes instance directories under `root` whose owning server is gone; returns how many.
+  // An owner this process cannot see (another pid namespace: a replica in another container on
+  // this host) counts as gone only when its owner.json has not been touched for
+  // docker::kStaleAfterSeconds: every RuntimeDir touches its own each kHeartbeat.
   static int removeStale(const std::string& root, const std::string& our_instance,
                          const docker::ProcessIdentity& self);
 
  private:
+  void heartbeatLoop();
+
   std::string path_;
+  std::chrono::milliseconds heartbeat_interval_;
+  std::mutex heartbeat_mutex_;
+  std::condition_variable heartbeat_wake_;
+  bool stopping_ = false;
+  std::thread heartbeat_;  // last: started once the members above exist
 };
 
 }  // namespace sandbox

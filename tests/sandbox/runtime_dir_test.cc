@@ -2,15 +2,19 @@
 // sweep of directories that earlier runs (of this instance id or others) left behind.
 #include "sandbox/runtime_dir.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "sandbox/backend.h"
 #include "sandbox/docker/ownership.h"
@@ -119,6 +123,49 @@ TEST(RuntimeDir, RefusesAnInstanceIdThatALiveServerHolds) {
   EXPECT_TRUE(fs::exists(root + "/replica-1/s-live"));  // the live server's files are untouched
   kill(other, SIGKILL);
   waitpid(other, nullptr, 0);
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, AReplicaInAnotherPidNamespaceIsKeptWhileItsHeartbeatIsFresh) {
+  const std::string root = tempDir();
+  auto other = ProcessIdentity::current();
+  other.pid_namespace = "pid:[4026539999]";  // a replica in another container on this host
+  for (const char* name : {"fresh", "silent"}) {
+    fs::create_directories(root + "/" + name + "/s-x");
+    std::ofstream(root + "/" + name + "/owner.json") << json(ownershipLabels(name, other)).dump();
+  }
+  // "silent" has not touched its owner.json for longer than the stale age; nor its directory.
+  const auto old_time =
+      std::chrono::system_clock::now() - std::chrono::seconds(kStaleAfterSeconds + 60);
+  const timespec old_spec{std::chrono::system_clock::to_time_t(old_time), 0};
+  const timespec times[2] = {old_spec, old_spec};
+  ASSERT_EQ(utimensat(AT_FDCWD, (root + "/silent/owner.json").c_str(), times, 0), 0);
+  ASSERT_EQ(utimensat(AT_FDCWD, (root + "/fresh").c_str(), times, 0), 0);  // only owner.json counts
+
+  EXPECT_EQ(RuntimeDir::removeStale(root, "me", ProcessIdentity::current()), 1);
+  EXPECT_TRUE(fs::exists(root + "/fresh/s-x"));
+  EXPECT_FALSE(fs::exists(root + "/silent"));
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, ALiveDirectoryKeepsItsHeartbeat) {
+  const std::string root = tempDir();
+  {
+    RuntimeDir dir(root, "beating", ownershipLabels("beating", ProcessIdentity::current()),
+                   std::chrono::milliseconds(20));
+    const std::string owner = dir.path() + "/owner.json";
+    const timespec old_spec{1000, 0};  // 1970
+    const timespec times[2] = {old_spec, old_spec};
+    ASSERT_EQ(utimensat(AT_FDCWD, owner.c_str(), times, 0), 0);
+    const auto touched = [&owner] {
+      struct stat info {};
+      return ::stat(owner.c_str(), &info) == 0 && info.st_mtime > 1000;
+    };
+    for (int i = 0; i < 200 && !touched(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(touched()) << "the heartbeat did not touch owner.json";
+  }  // the heartbeat thread stops with the RuntimeDir
+  EXPECT_TRUE(fs::is_empty(root));
   fs::remove_all(root);
 }
 
