@@ -71,12 +71,12 @@ void refuseHostMounts(const SandboxSpec& spec) {
   if (spec.volumes.empty()) return;
   const auto& volume = spec.volumes.front();
   throw SandboxError(
-      "this sandbox would mount " + volume.host_path + " from the server's machine at " +
-      volume.container_path +
-      ", but the Docker engine is on another machine (docker.host tcp://), where that path is "
-      "not this host's. Sandboxes on a remote engine get no host mounts: sessions with "
-      "mcp_allowlist (the sidecar's socket directory is such a mount) or volumes need a server "
-      "whose docker.host is a local unix:// socket");
+      "mcp_allowlist and volumes are not available with this server: its Docker engine "
+      "(docker.host tcp://) runs on another machine, and sandboxes there get no mount from the "
+      "server's host (this one asked for " +
+      volume.host_path + " at " + volume.container_path +
+      "; the MCP sidecar's socket directory is such a mount). Omit them, or use a server whose "
+      "docker.host is a local unix:// socket for these sessions");
 }
 
 std::string tmpfsOptions(std::int64_t size_mib) {
