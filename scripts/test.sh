@@ -78,7 +78,7 @@ readonly RUNTIME_ROOT="/run/sandbox-mcp"
 # A machine where no server has run yet has no root at all: that is an empty list, not an error.
 runtime_dirs() {
   [[ -d "${RUNTIME_ROOT}" ]] || return 0
-  find "${RUNTIME_ROOT}" -mindepth 1 -maxdepth 1 -type d | sort
+  find "${RUNTIME_ROOT}" -mindepth 1 -maxdepth 1 \( -type d -o -name '*.lock' \) | sort
 }
 
 # Fails when a server of this run left its run-time directory behind.

@@ -1,7 +1,7 @@
-// The graceful end of a server (SIGTERM): new MCP sessions are refused at once, the warm pool
-// stops, clients of running calls are told, and running executions get up to shutdown.grace_s to
-// finish before the transport stops and every sandbox is removed. hurry() (a second signal)
-// cuts the wait short. Thread-safe: run() on one thread, hurry() from any.
+// The graceful end of a server (SIGTERM): new MCP sessions are refused at once, clients of
+// running calls are told, the warm pool stops, and running tool calls (tasks included) get up to
+// shutdown.grace_s to finish before the transport stops and every sandbox is removed. hurry() (a
+// second signal) cuts the wait short. Thread-safe: run() on one thread, hurry() from any.
 #pragma once
 
 #include <chrono>
@@ -26,8 +26,8 @@ class Drain {
   void hurry() noexcept;
 
  private:
-  // Until no execution runs, the grace period ends or hurry(); returns how many still run.
-  std::size_t waitForExecutions();
+  // Until no tools/call runs, the grace period ends or hurry(); returns how many still run.
+  std::size_t waitForCalls();
 
   const std::chrono::seconds grace_;
   server::SessionRegistry& sessions_;

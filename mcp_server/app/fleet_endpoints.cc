@@ -31,24 +31,57 @@ transport::PlainResponse FleetEndpoints::healthz() const {
   return {200, "text/plain; charset=utf-8", draining_ ? "ok (draining)\n" : "ok\n", {}};
 }
 
-std::vector<sandbox::HealthCheck> FleetEndpoints::checks() {
-  const std::lock_guard lock(checks_mutex_);
-  const auto now = std::chrono::steady_clock::now();
-  if (cached_checks_.empty() || now - checked_at_ >= kChecksTtl) {
-    try {
-      cached_checks_ = backend_.healthChecks();
-    } catch (const std::exception& e) {
-      cached_checks_ = {{"docker engine", false, e.what()}};
-    }
-    checked_at_ = now;
+FleetEndpoints::~FleetEndpoints() {
+  {
+    const std::lock_guard lock(checks_mutex_);
+    stopping_ = true;
   }
-  return cached_checks_;
+  checks_wake_.notify_all();
+  if (checker_.joinable()) checker_.join();
+}
+
+FleetEndpoints::Checked FleetEndpoints::lastChecks() {
+  std::unique_lock lock(checks_mutex_);
+  if (!checker_.joinable() && !stopping_) {
+    checker_ = std::thread([this] { checkLoop(); });
+    // The first probe waits for the first result, briefly: a new replica is not ready before.
+    checks_wake_.wait_for(lock, std::chrono::seconds(1),
+                          [this] { return !checked_.checks.empty(); });
+  }
+  return checked_;
+}
+
+void FleetEndpoints::checkLoop() {
+  std::unique_lock lock(checks_mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    Checked result;
+    try {
+      result.checks = backend_.healthChecks();
+    } catch (const std::exception& e) {
+      result.checks = {{"docker engine", false, e.what()}};
+    }
+    result.at = std::chrono::steady_clock::now();
+    lock.lock();
+    checked_ = std::move(result);
+    checks_wake_.notify_all();
+    checks_wake_.wait_for(lock, kCheckEvery, [this] { return stopping_; });
+  }
 }
 
 transport::PlainResponse FleetEndpoints::readyz() {
   nlohmann::json failed = nlohmann::json::array();
   nlohmann::json all = nlohmann::json::array();
-  for (const auto& check : checks()) {
+  const auto checked = lastChecks();
+  const auto age = std::chrono::steady_clock::now() - checked.at;
+  if (checked.checks.empty()) {
+    failed.push_back("checks not done yet");
+  } else if (age > kChecksStale) {
+    failed.push_back("checks stale: the engine has not answered for " +
+                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(age).count()) +
+                     " s");
+  }
+  for (const auto& check : checked.checks) {
     all.push_back({{"name", check.name}, {"ok", check.ok}, {"detail", check.detail}});
     if (!check.ok && isRequiredCheck(check.name, config_)) failed.push_back(check.name);
   }
@@ -61,6 +94,10 @@ transport::PlainResponse FleetEndpoints::readyz() {
       {"instance_id", instance_id_},
       {"failed", failed},
       {"checks", all},
+      {"checked_ms_ago",
+       checked.checks.empty()
+           ? nlohmann::json(nullptr)
+           : nlohmann::json(std::chrono::duration_cast<std::chrono::milliseconds>(age).count())},
       {"sessions", sessions_.size()},
       {"executions_running", sessions_.executionSlots().inUse()},
       {"pool",

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config.h"
@@ -28,6 +30,9 @@ class FleetEndpoints {
   FleetEndpoints(const config::ServerConfig& config, sandbox::Backend& backend,
                  server::SessionRegistry& sessions, metrics::Registry& registry,
                  std::string instance_id);
+  ~FleetEndpoints();  // stops the checker (waits for a check in flight)
+  FleetEndpoints(const FleetEndpoints&) = delete;
+  FleetEndpoints& operator=(const FleetEndpoints&) = delete;
 
   // Set once the drain begins: /readyz fails from then on.
   void beginDrain() noexcept { draining_ = true; }
@@ -41,10 +46,18 @@ class FleetEndpoints {
   [[nodiscard]] transport::PlainResponse metrics() const;
 
  private:
-  // The backend's checks, asked at most once per kChecksTtl: probes come every few seconds from
-  // every balancer, and each check is a round trip to the engine.
-  static constexpr std::chrono::seconds kChecksTtl{2};
-  std::vector<sandbox::HealthCheck> checks();
+  // The backend's checks run on a thread of their own every kCheckEvery, from the first /readyz
+  // on: a probe answers at once from the last result (probes come every few seconds from every
+  // balancer, and a slow engine must not hold probe threads). A result older than kChecksStale
+  // (the engine is not answering) makes the replica not ready.
+  static constexpr std::chrono::seconds kCheckEvery{2};
+  static constexpr std::chrono::seconds kChecksStale{10};
+  struct Checked {
+    std::vector<sandbox::HealthCheck> checks;
+    std::chrono::steady_clock::time_point at{};
+  };
+  Checked lastChecks();
+  void checkLoop();
 
   const config::ServerConfig& config_;
   sandbox::Backend& backend_;
@@ -53,9 +66,11 @@ class FleetEndpoints {
   const std::string instance_id_;
   std::atomic<bool> draining_{false};
 
-  std::mutex checks_mutex_;  // one probe asks the engine at a time; the others wait for it
-  std::chrono::steady_clock::time_point checked_at_{};
-  std::vector<sandbox::HealthCheck> cached_checks_;
+  std::mutex checks_mutex_;
+  std::condition_variable checks_wake_;
+  Checked checked_;
+  bool stopping_ = false;
+  std::thread checker_;  // started by the first lastChecks()
 };
 
 }  // namespace app

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -197,14 +198,16 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   }
   spdlog::info("instance id {}{}", backend.instanceId(),
                cfg.instance_id.empty() ? " (random; set instance_id for a fleet)" : "");
-  if (const int removed = backend.removeOrphans(); removed > 0) {
-    spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
-  }
+  // The run-time directory first: it takes the instance id's lock, so a second live server with
+  // this id stops here, before it could remove the first one's containers.
   const std::string runtime_root =
       cfg.mcp.runtime_dir.empty() ? sandbox::defaultRuntimeRoot() : cfg.mcp.runtime_dir;
   sandbox::RuntimeDir::removeStale(runtime_root, backend.instanceId(),
                                    sandbox::docker::ProcessIdentity::current());
   sandbox::RuntimeDir runtime_dir(runtime_root, backend.instanceId(), backend.containerLabels());
+  if (const int removed = backend.removeOrphans(); removed > 0) {
+    spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
+  }
   if (cfg.sandbox.agent_channel == "socket") backend.useChannelSockets(runtime_dir.path() + "/c");
   const auto sidecars = makeSidecarLauncher(cfg, backend);
   const auto server_endpoints = std::make_shared<server::ServerEndpoints>();
@@ -234,6 +237,13 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
   Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol);
+  std::atomic<const transport::HttpTransport*> http_transport{nullptr};
+  metrics_registry.gaugeCallback(
+      "sandbox_mcp_mcp_sessions", "MCP sessions (Mcp-Session-Id) open over HTTP.",
+      [&http_transport] {
+        const auto* transport = http_transport.load();
+        return transport != nullptr ? static_cast<double>(transport->sessionCount()) : 0.0;
+      });
   Serving serving{cfg,
                   protocol,
                   signals,
@@ -241,7 +251,8 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
                   fleet,
                   metrics_registry,
                   server_endpoints,
-                  static_cast<std::size_t>(cfg.execution.max_concurrent) + 16};
+                  static_cast<std::size_t>(cfg.execution.max_concurrent) + 16,
+                  http_transport};
   if (options.mode == Mode::kStdio) {
     serveStdio(serving);
   } else {

@@ -60,6 +60,10 @@ void serveStdio(Serving& serving) {
                             [&] { serving.drain.hurry(); });
   spdlog::info("serving MCP over stdio");
   stdio.run();
+  // The input ended (or a drain stopped the transport): a drain still under way must end before
+  // the transport and what the drain uses go.
+  serving.drain.hurry();
+  serving.signals.finish();
 }
 
 void serveHttp(const CliOptions& options, Serving& serving) {
@@ -68,9 +72,7 @@ void serveHttp(const CliOptions& options, Serving& serving) {
   transport::HttpTransport server(serving.protocol, http);
   server.start();
   serving.server_endpoints->set(server::listenerEndpoints(http.address, server.port()));
-  serving.registry.gaugeCallback("sandbox_mcp_mcp_sessions",
-                                 "MCP sessions (Mcp-Session-Id) open over HTTP.",
-                                 [&server] { return static_cast<double>(server.sessionCount()); });
+  serving.http_transport.store(&server);  // read by the sandbox_mcp_mcp_sessions gauge
   serving.signals.onSignals(
       [&] {
         serving.drain.run(
@@ -93,6 +95,9 @@ void serveHttp(const CliOptions& options, Serving& serving) {
       http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,
       server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
   server.wait();
+  serving.drain.hurry();
+  serving.signals.finish();  // joins the drain thread while `server` still exists
+  serving.http_transport.store(nullptr);
 }
 
 }  // namespace app

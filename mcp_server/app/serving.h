@@ -2,6 +2,7 @@
 // drain on the first signal (drain.h) and, over HTTP, the fleet endpoints beside /mcp.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "mcp/mcp_server.h"
 #include "metrics/registry.h"
 #include "server/server_endpoints.h"
+#include "transport/http_transport.h"
 
 namespace app {
 
@@ -26,6 +28,8 @@ struct Serving {
   metrics::Registry& registry;
   std::shared_ptr<server::ServerEndpoints> server_endpoints;
   std::size_t max_workers;  // every running execution holds a worker; the rest answer at once
+  // The HTTP transport while it exists (the MCP-sessions gauge reads it), else null.
+  std::atomic<const transport::HttpTransport*>& http_transport;
 };
 
 // Both return once the transport stopped (signal, drain, end of input).

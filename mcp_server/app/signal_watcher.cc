@@ -20,7 +20,6 @@ SignalWatcher::~SignalWatcher() {
     pthread_kill(thread_.native_handle(), kWakeSignal);
     thread_.join();
   }
-  if (drain_.joinable()) drain_.join();
 }
 
 void SignalWatcher::onSignals(std::function<void()> first, std::function<void()> second) {
@@ -28,19 +27,29 @@ void SignalWatcher::onSignals(std::function<void()> first, std::function<void()>
       [this, first = std::move(first), second = std::move(second)] { watch(first, second); });
 }
 
-void SignalWatcher::finish() noexcept { done_ = true; }
+void SignalWatcher::finish() noexcept {
+  std::thread drain;
+  {
+    const std::lock_guard lock(mutex_);
+    done_ = true;
+    drain = std::move(drain_);
+  }
+  if (drain.joinable()) drain.join();
+}
 
 void SignalWatcher::watch(const std::function<void()>& first, const std::function<void()>& second) {
   int received = 0;
   while (sigwait(&set_, &received) == 0) {
-    if (received == kWakeSignal || done_) return;
+    if (received == kWakeSignal) return;
+    const std::lock_guard lock(mutex_);
+    if (done_) return;
     if (!drain_.joinable()) {
       spdlog::info("received signal {}: draining (a second signal stops at once)", received);
       drain_ = std::thread(first);
       continue;
     }
     spdlog::warn("received signal {} again: stopping now", received);
-    second();
+    second();  // Drain::hurry: quick, and never waits for the drain thread
     return;
   }
 }

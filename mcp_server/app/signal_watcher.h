@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <atomic>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 namespace app {
@@ -24,7 +24,9 @@ class SignalWatcher {
   // Both run on the watching thread; `first` may block (a drain), `second` must not wait for it.
   void onSignals(std::function<void()> first, std::function<void()> second);
 
-  // The server stopped by itself: later signals are ignored. Idempotent.
+  // The transport has stopped (by a drain or by itself): later signals are ignored, and a drain
+  // under way is joined, so nothing it uses may go before this returns. Make the drain return
+  // soon first (Drain::hurry). Idempotent.
   void finish() noexcept;
 
  private:
@@ -33,7 +35,8 @@ class SignalWatcher {
   void watch(const std::function<void()>& first, const std::function<void()>& second);
 
   sigset_t set_{};
-  std::atomic<bool> done_{false};
+  std::mutex mutex_;  // done_ and drain_: the watching thread starts the drain, finish() joins it
+  bool done_ = false;
   std::thread thread_;
   std::thread drain_;  // runs `first`, so that a second signal is seen while it runs
 };

@@ -3,6 +3,7 @@
 // once, and a call that starts after an announcement hears it at once. Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,12 @@ class Announcements {
     if (notice_) listener(*notice_);
     listeners_.emplace(id, std::move(listener));
     return {this, id};
+  }
+
+  // Listeners now: the tools/call requests running.
+  [[nodiscard]] std::size_t listening() {
+    const std::lock_guard lock(mutex_);
+    return listeners_.size();
   }
 
   void announce(std::string text) {

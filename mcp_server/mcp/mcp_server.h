@@ -44,6 +44,11 @@ class McpServer : public jsonrpc::EndpointFactory {
   // now and of every one started later (e.g. the server is draining).
   void announce(std::string text) { announcements_.announce(std::move(text)); }
 
+  // tools/call requests running now, plain ones and tasks (any tool: executions, transfers).
+  [[nodiscard]] std::size_t callsInFlight() {
+    return announcements_.listening() + task_threads_.inUse();
+  }
+
  private:
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;

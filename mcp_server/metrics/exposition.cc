@@ -1,11 +1,13 @@
 // Registry::render(): the registry's families in the text exposition format 0.0.4.
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -59,35 +61,55 @@ std::optional<double> readCallback(const std::function<double()>& read) noexcept
   }
 }
 
+// Callback series' values read for one render, by the series' address (map nodes never move).
+using CallbackValues = std::map<const detail::Series*, std::optional<double>>;
+
 void appendSeries(std::string& out, const std::string& name, const Labels& labels,
-                  const detail::Series& series) {
+                  const detail::Series& series, const CallbackValues& values) {
   if (const auto* counter = std::get_if<std::unique_ptr<Counter>>(&series)) {
     appendSample(out, name, "", labels, (*counter)->value());
   } else if (const auto* gauge = std::get_if<std::unique_ptr<Gauge>>(&series)) {
     appendSample(out, name, "", labels, (*gauge)->value());
   } else if (const auto* histogram = std::get_if<std::unique_ptr<Histogram>>(&series)) {
     appendHistogram(out, name, labels, **histogram);
-  } else if (const auto* read = std::get_if<std::function<double()>>(&series)) {
-    if (const std::optional<double> value = readCallback(*read)) {
-      appendSample(out, name, "", labels, *value);
-    }
-  }
+  } else if (const auto value = values.find(&series); value != values.end() && value->second) {
+    appendSample(out, name, "", labels, *value->second);
+  }  // a callback registered after its values were read shows from the next scrape on
 }
 
-void appendFamily(std::string& out, const std::string& name, const Family& family) {
+void appendFamily(std::string& out, const std::string& name, const Family& family,
+                  const CallbackValues& values) {
   if (!family.help.empty()) {
     out.append("# HELP ").append(name).append(" ").append(escapeHelp(family.help)) += '\n';
   }
   out.append("# TYPE ").append(name).append(" ").append(typeName(family.type)) += '\n';
-  for (const auto& [labels, series] : family.series) appendSeries(out, name, labels, series);
+  for (const auto& [labels, series] : family.series) {
+    appendSeries(out, name, labels, series, values);
+  }
 }
 
 }  // namespace
 
 std::string Registry::render() const {
+  // Callbacks run without the registry's lock: they take locks of their own (a session
+  // registry's) whose holders may be updating a metric at this moment; calling them under this
+  // lock would invert that order (deadlock).
+  std::vector<std::pair<const detail::Series*, std::function<double()>>> callbacks;
+  {
+    const std::lock_guard lock(mutex_);
+    for (const auto& [name, family] : families_) {
+      for (const auto& [labels, series] : family.series) {
+        if (const auto* read = std::get_if<std::function<double()>>(&series)) {
+          callbacks.emplace_back(&series, *read);
+        }
+      }
+    }
+  }
+  CallbackValues values;
+  for (const auto& [series, read] : callbacks) values[series] = readCallback(read);
   std::string out;
   const std::lock_guard lock(mutex_);
-  for (const auto& [name, family] : families_) appendFamily(out, name, family);
+  for (const auto& [name, family] : families_) appendFamily(out, name, family, values);
   return out;
 }
 

@@ -45,9 +45,10 @@ class Registry {
                        std::vector<double> buckets, Labels labels = {});
 
   // A gauge series whose value is `read()` at each render(), for values owned elsewhere (a pool's
-  // size). Registering the same name and labels twice throws. `read` runs under the registry's
-  // mutex: it must be quick, must not call the registry, and must stay callable for the
-  // registry's lifetime. If it throws, that series is left out of the scrape.
+  // size). Registering the same name and labels twice throws. `read` runs on the rendering
+  // thread without the registry's lock, so it may take locks of its own even where their holders
+  // update metrics; it must be quick and stay callable for the registry's lifetime (or until no
+  // render can run). If it throws, that series is left out of the scrape.
   void gaugeCallback(const std::string& name, const std::string& help, std::function<double()> read,
                      Labels labels = {});
 

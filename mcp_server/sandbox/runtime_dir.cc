@@ -1,6 +1,7 @@
 #include "sandbox/runtime_dir.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "common/random_id.h"
 #include "common/unique_fd.h"
@@ -24,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kOwnerFile = "owner.json";
+constexpr std::string_view kLockSuffix = ".lock";
 
 void makeDirectory(const std::string& path, fs::perms mode) {
   std::error_code ec;
@@ -123,6 +126,49 @@ docker::ContainerSummary summarizeDirectory(const fs::path& path) {
   return summary;
 }
 
+// The instance id's lock: an exclusive, non-blocking flock on `path`, created if missing. A lock
+// file unlinked by a sweep between our open and our flock is retried, so the lock always lives
+// on the file the path names.
+common::UniqueFd lockInstance(const std::string& path, const std::string& instance_id) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    common::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) {
+      throw SandboxError("cannot open the instance lock " + path + ": " + std::strerror(errno) +
+                         "; set mcp.runtime_dir to a directory the server can write");
+    }
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        throw SandboxError("cannot start as instance '" + instance_id +
+                           "': another live server on this host holds it (" + path +
+                           "); give each server its own instance_id");
+      }
+      throw SandboxError("cannot lock " + path + ": " + std::strerror(errno));
+    }
+    struct stat held {};
+    struct stat named {};
+    if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+      return fd;
+    }
+  }
+  throw SandboxError("cannot lock " + path + ": it keeps being replaced");
+}
+
+// Lock files of instance ids nobody holds (a server that crashed): removed while held.
+int removeUnheldLocks(const std::string& root) {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || !name.ends_with(kLockSuffix)) continue;
+    const common::UniqueFd fd(
+        ::open(entry.path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // held: a live server's
+    if (::unlink(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 // Two live servers given one instance id would share (and delete) one directory and reap each
 // other's sandboxes: the second one refuses to start.
 void refuseLiveDuplicate(const std::string& path, const std::string& instance_id) {
@@ -158,11 +204,14 @@ ScopedDirectory::~ScopedDirectory() {
 RuntimeDir::RuntimeDir(const std::string& root, const std::string& instance_id,
                        const std::map<std::string, std::string>& owner_labels,
                        std::chrono::milliseconds heartbeat)
-    : path_(root + "/" + instance_id), heartbeat_interval_(heartbeat) {
+    : path_(root + "/" + instance_id),
+      lock_path_(path_ + std::string(kLockSuffix)),
+      heartbeat_interval_(heartbeat) {
   ensurePrivateRoot(root);
   refuseLiveDuplicate(path_, instance_id);
+  lock_ = lockInstance(lock_path_, instance_id);
   std::error_code ec;
-  fs::remove_all(path_, ec);  // an earlier run of this instance id left it (removeStale missed it)
+  fs::remove_all(path_, ec);  // an earlier run of this instance id left it
   makeDirectory(path_, fs::perms::owner_all);
   std::ofstream owner(path_ + "/" + kOwnerFile);
   owner << nlohmann::json(owner_labels).dump() << '\n';
@@ -190,6 +239,7 @@ RuntimeDir::~RuntimeDir() {
   }
   heartbeat_wake_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
+  ::unlink(lock_path_.c_str());  // while still holding it: the next holder creates a new one
   std::error_code ec;
   fs::remove_all(path_, ec);
   if (ec) logger().warn("could not remove {}: {}", path_, ec.message());
@@ -247,9 +297,11 @@ int RuntimeDir::removeStale(const std::string& root, const std::string& our_inst
   const auto now = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
-  int removed = 0;
+  int removed = removeUnheldLocks(root);
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     if (!entry.is_directory(ec)) continue;
+    // Our own id's directory is the constructor's, under the instance lock.
+    if (entry.path().filename() == our_instance) continue;
     const auto summary = summarizeDirectory(entry.path());
     // Our own id's directory too: an earlier run of this instance left it, unless a live
     // duplicate holds it (then the RuntimeDir constructor refuses to start).

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "sandbox/docker/ownership.h"
 
 namespace sandbox {
@@ -39,7 +40,10 @@ class RuntimeDir {
  public:
   static constexpr std::chrono::milliseconds kHeartbeat{60'000};
 
-  // Creates <root>/<instance_id> and records its owner (the ownership labels) in owner.json.
+  // Takes the instance id: an exclusive flock(2) on <root>/<instance_id>.lock for this object's
+  // life, so a second live server with this id on this host is refused whatever pid namespace
+  // (container) it runs in. Then creates <root>/<instance_id> afresh (what an earlier run of the
+  // id left goes) and records its owner (the ownership labels) in owner.json.
   // `root` is created 0700 if missing, and refused when it is a symlink, not owned by this
   // process's uid, or writable by group or others (someone could have pre-created it in /tmp).
   // Throws SandboxError naming the directory and what to do.
@@ -72,6 +76,8 @@ class RuntimeDir {
   void heartbeatLoop();
 
   std::string path_;
+  std::string lock_path_;
+  common::UniqueFd lock_;  // flock(2) on <root>/<instance_id>.lock, held for this object's life
   std::chrono::milliseconds heartbeat_interval_;
   std::mutex heartbeat_mutex_;
   std::condition_variable heartbeat_wake_;

@@ -1,5 +1,6 @@
 #include "server/session_metrics.h"
 
+#include <string_view>
 #include <vector>
 
 namespace server {
@@ -24,7 +25,7 @@ SessionMetrics::SessionMetrics(metrics::Registry* registry) : registry_(registry
   // Registered up front so every series is scraped from the start, at 0.
   for (const char* limit : {kSessionsLimit, kSessionsPerClientLimit, kExecutionsLimit,
                             kExecutionsPerClientLimit, kBuildsLimit}) {
-    (void)registry_->counter(kRefusals, kRefusalsHelp, {{"limit", limit}});
+    refusals_.emplace(limit, &registry_->counter(kRefusals, kRefusalsHelp, {{"limit", limit}}));
   }
   pooled_ = &registry_->histogram(kCreate, kCreateHelp, createBuckets(), {{"source", "pool"}});
   cold_ = &registry_->histogram(kCreate, kCreateHelp, createBuckets(), {{"source", "cold"}});
@@ -40,7 +41,9 @@ SessionMetrics::SessionMetrics(metrics::Registry* registry) : registry_(registry
 }
 
 void SessionMetrics::refused(const char* limit) const {
-  if (registry_ != nullptr) registry_->counter(kRefusals, kRefusalsHelp, {{"limit", limit}}).inc();
+  if (const auto it = refusals_.find(std::string_view(limit)); it != refusals_.end()) {
+    it->second->inc();
+  }
 }
 
 void SessionMetrics::created(bool from_pool, double seconds) const {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "metrics/registry.h"
@@ -28,7 +30,10 @@ class SessionMetrics {
   void sidecarDecisions(std::uint64_t allowed, std::uint64_t denied, std::uint64_t errors) const;
 
  private:
+  // Counters are looked up once here: the counting calls take no lock (refused() runs under the
+  // session registry's lock, which /metrics' callbacks take too).
   metrics::Registry* registry_;
+  std::map<std::string, metrics::Counter*, std::less<>> refusals_;
   metrics::Histogram* pooled_ = nullptr;
   metrics::Histogram* cold_ = nullptr;
   metrics::Counter* failed_ = nullptr;

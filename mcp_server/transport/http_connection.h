@@ -43,6 +43,7 @@ struct HttpServerContext {
         pool(options.worker_threads, options.max_worker_threads, "http-workers", &log()),
         control_pool(2, "http-control", &log()),
         parse_pool(1, 4, "http-parse", &log()),
+        probe_pool(2, "http-probes", &log()),
         limiter(std::make_shared<ConnectionLimiter>(options.max_connections,
                                                     options.max_connections_per_address)),
         body_budget(std::make_shared<BodyBudget>(options.max_body_bytes_in_flight)) {}
@@ -54,6 +55,7 @@ struct HttpServerContext {
   common::WorkerPool pool;          // requests: may block for as long as a tool runs
   common::WorkerPool control_pool;  // notifications, responses, pings, DELETE: never behind `pool`
   common::WorkerPool parse_pool;    // large request bodies: JSON parsing off the I/O threads
+  common::WorkerPool probe_pool;    // GET endpoints (health, metrics): never behind control work
   std::shared_ptr<ConnectionLimiter> limiter;
   std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};

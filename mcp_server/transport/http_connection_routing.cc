@@ -34,8 +34,9 @@ void HttpConnection::handleRequest() {
   }
 }
 
-// Health, readiness and metrics: the handler may ask the engine (a blocking call), so it runs on
-// a control thread and its answer comes back to the strand.
+// Health, readiness and metrics: off the I/O thread on a pool of their own, so that neither slow
+// tool-call control work nor a slow handler delays the others' probes; the answer comes back to
+// the strand.
 void HttpConnection::handlePlainGet() {
   const auto& request = parser_->get();
   const std::string target(request.target());
@@ -56,7 +57,7 @@ void HttpConnection::handlePlainGet() {
       self->respondPlain(plain, head_only);
     });
   };
-  if (!context_->control_pool.submit(std::move(job))) {
+  if (!context_->probe_pool.submit(std::move(job))) {
     awaiting_handler_ = false;
     respondPlain({503, "text/plain; charset=utf-8", "shutting down\n", {}}, head_only);
   }

@@ -281,7 +281,9 @@ void HttpTransport::stop() noexcept {
   context_->pool.shutdown();
   context_->control_pool.shutdown();
   context_->parse_pool.shutdown();
-  closeAll();  // sessions an in-flight initialize registered meanwhile
+  context_->probe_pool
+      .shutdown();  // a probe waiting on a slow engine ends with the checks' timeout
+  closeAll();       // sessions an in-flight initialize registered meanwhile
 
   std::vector<std::shared_ptr<HttpConnection>> connections;
   {

@@ -76,3 +76,29 @@ test('closing stdin ends the server and removes its sandboxes', async () => {
   await own.client.close();
   await waitFor(async () => (await containersOfSession(sid, ids)).length === 0, 15000, 'sandbox removal');
 });
+
+test('SIGTERM over stdio: the running execution finishes, then the input ends mid-drain cleanly', async () => {
+  const own = await connectStdio();
+  const pid = own.transport.pid;
+  const child = own.transport._process; // the SDK's spawned server (no public accessor)
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const first = await call(own.client, 'run_code', { code: '1+1' });
+  const session_id = first.structuredContent.session_id;
+  let begun;
+  const started = new Promise((resolve) => { begun = resolve; });
+  const running = own.client.callTool(
+    { name: 'run_code', arguments: { code: 'import time\nprint("a", flush=True)\ntime.sleep(2)\nprint("b")', session_id } },
+    undefined, { onprogress: () => begun(), timeout: 60000 });
+  await started;
+  process.kill(pid, 'SIGTERM'); // a drain: the execution may finish
+  const result = await running;
+  assert.equal(result.structuredContent.status, 'success', JSON.stringify(result));
+  assert.match(result.structuredContent.stdout, /a\nb/);
+  // The client goes away while the server may still be draining: it must end cleanly (exit 0,
+  // no crash report), however the two race.
+  await own.client.close();
+  const { code, signal } = await exited;
+  assert.equal(signal, null, `ended by ${signal}; stderr: ${own.stderr.join('').slice(-2000)}`);
+  assert.equal(code, 0, own.stderr.join('').slice(-2000));
+  assert.doesNotMatch(own.stderr.join(''), /runtime error|AddressSanitizer|terminate called/);
+});

@@ -1,11 +1,16 @@
 // The exact text Registry::render() produces, one table row per shape of family.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <functional>
+#include <future>
 #include <limits>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "metrics/histogram.h"
@@ -206,6 +211,39 @@ TEST(Metrics, GaugeCallbackRunsAtEachRender) {
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(registry.render(), "# HELP reads Reads.\n# TYPE reads gauge\nreads 1\n");
   EXPECT_EQ(registry.render(), "# HELP reads Reads.\n# TYPE reads gauge\nreads 2\n");
+}
+
+}  // namespace
+
+namespace {
+
+// A callback that takes a lock whose holder updates a metric meanwhile (the session registry's
+// lock: a refusal is counted under it, and the sessions gauge reads under it) must not deadlock
+// a render: callbacks run without the registry's lock.
+TEST(Metrics, ACallbackTakingALockWhoseHolderUpdatesMetricsDoesNotDeadlock) {
+  metrics::Registry registry;
+  std::mutex owner_lock;
+  int owned = 0;
+  registry.gaugeCallback("owned", "Owned.", [&] {
+    const std::lock_guard lock(owner_lock);
+    return static_cast<double>(owned);
+  });
+  auto work = std::async(std::launch::async, [&] {
+    std::thread updater([&] {
+      for (int i = 0; i < 2000; ++i) {
+        const std::lock_guard lock(owner_lock);
+        ++owned;
+        registry.counter("refusals_total", "Refusals.", {{"limit", "sessions"}}).inc();
+      }
+    });
+    for (int i = 0; i < 2000; ++i) (void)registry.render();
+    updater.join();
+  });
+  if (work.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "render() and an update under the callback's lock deadlocked";
+    std::_Exit(1);  // the threads cannot be joined
+  }
+  EXPECT_NE(registry.render().find("refusals_total{limit=\"sessions\"} 2000\n"), std::string::npos);
 }
 
 }  // namespace

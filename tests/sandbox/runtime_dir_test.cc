@@ -86,8 +86,8 @@ TEST(RuntimeDir, ARestartedInstanceStartsFromAnEmptyDirectory) {
   std::ofstream(root + "/replica-1/owner.json")
       << json(ownershipLabels("replica-1", earlier_run)).dump();
 
-  EXPECT_EQ(RuntimeDir::removeStale(root, "replica-1", self), 1);
-  fs::create_directories(root + "/replica-1/s-leftover");  // removeStale raced, say: ctor cleans
+  // The sweep leaves our own id's directory to the constructor, which cleans it under the lock.
+  EXPECT_EQ(RuntimeDir::removeStale(root, "replica-1", self), 0);
   {
     RuntimeDir dir(root, "replica-1", ownershipLabels("replica-1", self));
     EXPECT_FALSE(fs::exists(dir.path() + "/s-leftover"));
@@ -165,6 +165,36 @@ TEST(RuntimeDir, ALiveDirectoryKeepsItsHeartbeat) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_TRUE(touched()) << "the heartbeat did not touch owner.json";
   }  // the heartbeat thread stops with the RuntimeDir
+  EXPECT_TRUE(fs::is_empty(root));
+  fs::remove_all(root);
+}
+
+TEST(RuntimeDir, TheInstanceLockRefusesASecondServerInAnyPidNamespace) {
+  const std::string root = tempDir();
+  const auto self = ProcessIdentity::current();
+  {
+    RuntimeDir first(root, "replica-1", ownershipLabels("replica-1", self));
+    EXPECT_TRUE(fs::exists(root + "/replica-1.lock"));
+    // A second server with the id: its owner.json check would not see a process in another pid
+    // namespace, but the lock (one open file per server) does.
+    try {
+      RuntimeDir second(root, "replica-1", ownershipLabels("replica-1", self));
+      ADD_FAILURE() << "a second RuntimeDir took instance id replica-1";
+    } catch (const SandboxError& e) {
+      EXPECT_NE(std::string(e.what()).find("another live server on this host holds it"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(fs::exists(first.path() + "/owner.json"));       // the refusal removed nothing
+    EXPECT_EQ(RuntimeDir::removeStale(root, "other", self), 0);  // a held lock stays
+    EXPECT_TRUE(fs::exists(root + "/replica-1.lock"));
+  }
+  EXPECT_FALSE(fs::exists(root + "/replica-1.lock"));  // released and removed with its holder
+  { RuntimeDir again(root, "replica-1", ownershipLabels("replica-1", self)); }
+
+  std::ofstream(root + "/crashed.lock") << "";  // a server that died holding nothing now
+  EXPECT_EQ(RuntimeDir::removeStale(root, "me", self), 1);
+  EXPECT_FALSE(fs::exists(root + "/crashed.lock"));
   EXPECT_TRUE(fs::is_empty(root));
   fs::remove_all(root);
 }
