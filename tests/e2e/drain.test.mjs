@@ -9,7 +9,8 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import {
-  connectHttp, containersOfInstance, getEndpoint, startHttpServer, stopServer, waitFor,
+  connectHttp, containersOfInstance, dockerExec, getEndpoint, sandboxContainerId, startHttpServer,
+  stopServer, waitFor, waitForFilePython,
 } from './harness.mjs';
 import { call } from './flow.mjs';
 
@@ -36,13 +37,15 @@ function sample(text, series) {
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
-// Starts `code` in a new session and resolves once its output began (it is running), to
-// { result }: the call's promise (wrapped, or awaiting this would wait for the whole call).
-async function startRunning(client, code) {
+// Starts `code` (in sandbox session `sessionId`, else a new one) and resolves once its output
+// began (it is running), to { result }: the call's promise (wrapped, or awaiting this would wait
+// for the whole call).
+async function startRunning(client, code, sessionId = undefined) {
   let begun;
   const running = new Promise((resolve) => { begun = resolve; });
-  const result = client.callTool({ name: 'run_code', arguments: { code } }, undefined,
-    { onprogress: () => begun(), timeout: 120000 });
+  const result = client.callTool(
+    { name: 'run_code', arguments: { code, timeout: 90, ...(sessionId ? { session_id: sessionId } : {}) } },
+    undefined, { onprogress: () => begun(), timeout: 120000 });
   result.catch(() => {}); // observed later; not an unhandled rejection meanwhile
   await running;
   return { result };
@@ -101,8 +104,13 @@ test('SIGTERM drains: new sessions refused, the running execution finishes, the 
   const notices = [];
   conn.client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => notices.push(n.params));
   try {
+    // The execution runs until the test lets it go (it touches /tmp/go in the sandbox after its
+    // assertions), not for a fixed time a loaded machine could outlast. Its container is learned
+    // first: a second call on the session would queue behind the running one.
+    const session = (await call(conn.client, 'run_code', { code: '1' })).structuredContent.session_id;
+    const container = await sandboxContainerId(conn.client, session);
     const { result: running } = await startRunning(conn.client,
-      'import time\nprint("started", flush=True)\ntime.sleep(3)\nprint("finished")');
+      `print("started", flush=True)\n${waitForFilePython()}print("finished")`, session);
     const exited = exitOf(server);
     server.kill('SIGTERM');
 
@@ -123,10 +131,11 @@ test('SIGTERM drains: new sessions refused, the running execution finishes, the 
     assert.equal(refused.headers.get('retry-after'), '5');
     assert.match((await refused.json()).error.message, /shutting down/);
 
+    assert.equal(await dockerExec(container, ['touch', '/tmp/go']), 0);
     const result = await running;
     assert.equal(result.isError, false, JSON.stringify(result));
     assert.equal(result.structuredContent.status, 'success');
-    assert.match(result.structuredContent.stdout, /started\nfinished/);
+    assert.match(result.structuredContent.stdout, /started\ngo\nfinished/);
     assert.ok(notices.some((n) => n.level === 'warning' && /shutting down/.test(n.data)),
       `a warning notice reached the client: ${JSON.stringify(notices)}`);
     assert.equal(await exited, 0);

@@ -3,23 +3,26 @@
 // certificates), behind haproxy running deploy/haproxy.cfg as it is, and 16 official-SDK clients
 // connecting through the front only. Everything on loopback.
 //
+//  0. the front itself refuses requests without the bearer token;
 //  1. sessions are balanced and sticky: each stays on its replica, and its state persists;
 //  2. a killed replica's clients get a clean "session not found" and recover by initializing
-//     again (on the live replica); the replica restarted with its instance id serves again;
-//  3. a draining replica gets no new session, while its running execution finishes through the
-//     front; it exits 0;
+//     again (on the live replica); the replica restarted with its instance id serves again and
+//     removes what its earlier run left on its engine;
+//  3. a draining replica gets no new session, even before the front's health check saw it drain
+//     (its 503 to initialize is retried on the other replica), while its running execution
+//     finishes through the front; it exits 0;
 //  4. no container of either replica is left on either engine.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
-  SERVER_BIN, connectHttp, containersOfInstance, getEndpoint, startHttpServer, stopServer, waitFor,
+  SERVER_BIN, connectHttp, containersOfInstance, dockerExec, dockerRequest, getEndpoint,
+  sandboxContainerId, startHttpServer, stopServer, waitFor, waitForFilePython,
 } from './harness.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -34,6 +37,8 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-fleet-'));
 const replicas = {}; // name -> { server, instanceId, port, config }
 let front; // { process, url, log }
 const clients = []; // { conn, sid, value, replica }
+let bUpBeforeKill = 0; // how often the front had logged b UP when test 2 killed it
+let planted; // a container made to look like B's leftover (test 2), removed in after() if still there
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -46,16 +51,33 @@ function freePort() {
   });
 }
 
-// GET on the TLS engine's private Unix socket (the test's view of "the remote engine").
-function tlsEngineContainers(instanceId) {
+// The TLS engine's API over its private Unix socket (the test's view of "the remote engine").
+function tlsEngine(method, apiPath, body) {
+  return dockerRequest(method, apiPath, body, TLS_SOCKET);
+}
+
+async function tlsEngineContainers(instanceId) {
   const filters = encodeURIComponent(JSON.stringify({ label: [`sandbox-mcp.instance=${instanceId}`] }));
-  return new Promise((resolve, reject) => {
-    http.get({ socketPath: TLS_SOCKET, path: `/v1.41/containers/json?all=1&filters=${filters}` }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve(JSON.parse(body)));
-    }).on('error', reject);
-  });
+  const { status, body } = await tlsEngine('GET', `/containers/json?all=1&filters=${filters}`);
+  assert.equal(status, 200, JSON.stringify(body));
+  return body;
+}
+
+// How often the front logged replica `name` coming UP (after being DOWN) or going DOWN.
+function frontSaw(name, state) {
+  return front.log().split('\n').filter((l) => l.startsWith(`Server replicas/${name} is ${state},`)).length;
+}
+
+// Starts run_code `code` in sandbox session `sessionId` and resolves once its output began (it
+// is running), to { result }: the call's promise (wrapped, or awaiting this would wait for it).
+async function startRunning(client, code, sessionId) {
+  let begun;
+  const running = new Promise((r) => { begun = r; });
+  const result = client.callTool({ name: 'run_code', arguments: { code, session_id: sessionId, timeout: 90 } },
+    undefined, { onprogress: () => begun(), timeout: 120000 });
+  result.catch(() => {}); // observed later; not an unhandled rejection meanwhile
+  await running;
+  return { result };
 }
 
 async function startReplica(name, docker) {
@@ -147,6 +169,7 @@ before(async () => {
 
 after(async () => {
   for (const c of clients) await c.conn?.client.close().catch(() => {});
+  if (planted) await tlsEngine('DELETE', `/containers/${planted}?force=1`).catch(() => {});
   for (const replica of Object.values(replicas)) {
     if (replica.server.exitCode === null) await stopServer(replica.server);
   }
@@ -155,6 +178,22 @@ after(async () => {
     await new Promise((r) => (front.process.exitCode !== null ? r() : front.process.on('exit', r)));
   }
   rmSync(dir, { recursive: true, force: true });
+});
+
+test('the front refuses requests without the bearer token, before any replica sees them', async () => {
+  const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  for (const extra of [{}, { Authorization: 'Bearer wrong' }, { Authorization: `Bearer ${TOKEN}x` },
+    { Authorization: TOKEN }]) {
+    const res = await fetch(front.url, { method: 'POST', headers: { ...headers, ...extra }, body: initialize });
+    assert.equal(res.status, 401, JSON.stringify(extra));
+    assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+    // haproxy's own answer (a replica's 401 words it differently): the request went no further.
+    assert.deepEqual(await res.json(), { jsonrpc: '2.0', id: null,
+      error: { code: -32000, message: 'Unauthorized: send Authorization: Bearer <token>' } });
+  }
+  assert.equal(await mcpSessions(replicas.a) + await mcpSessions(replicas.b), 0);
 });
 
 test('16 clients through the front: sessions spread over both replicas, stay there, keep state', async () => {
@@ -191,6 +230,7 @@ test('16 clients through the front: sessions spread over both replicas, stay the
 
 test('a killed replica: its clients get "session not found" and recover by initializing again', async () => {
   const victims = clients.filter((c) => c.replica === 'b');
+  bUpBeforeKill = frontSaw('b', 'UP');
   replicas.b.server.kill('SIGKILL');
   await new Promise((r) => (replicas.b.server.exitCode !== null ? r() : replicas.b.server.on('exit', r)));
   for (const c of victims) {
@@ -205,53 +245,106 @@ test('a killed replica: its clients get "session not found" and recover by initi
     c.replica = await replicaOf(c.conn.transport.sessionId);
     assert.equal(c.replica, 'a', 'the new session went to the live replica');
   }
-  // Restarted with its instance id, B reaps what its killed run left on the remote engine.
+  // Restarted with its instance id, B reaps what its killed run left on the remote engine. The
+  // killed run's own sandboxes go by themselves (AutoRemove once their agents exit), so leave a
+  // never-started container with B's labels, as an earlier run of B in another pid namespace
+  // would: only B's reaping at start removes it (mcp_server/sandbox/docker/ownership.h).
+  const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  const made = await tlsEngine('POST', '/containers/create', {
+    Image: process.env.SANDBOX_TLS_ENGINE_IMAGE || 'sandbox-mcp/python:latest',
+    Cmd: ['true'],
+    Labels: {
+      'sandbox-mcp.managed': '1', 'sandbox-mcp.instance': replicas.b.instanceId, 'sandbox-mcp.boot-id': bootId,
+      'sandbox-mcp.pidns': 'pid:[1]', 'sandbox-mcp.pid': '999999', 'sandbox-mcp.pid-start': '1',
+    },
+    HostConfig: { NetworkMode: 'none', Runtime: 'runsc' },
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  planted = made.body.Id;
+  assert.equal((await tlsEngine('GET', `/containers/${planted}/json`)).status, 200, 'the leftover is there');
+  assert.ok((await tlsEngineContainers(replicas.b.instanceId)).some((c) => c.Id === planted));
   await startReplica('b', {
     host: TLS_HOST,
     tls: { ca_file: `${TLS_CERTS}/ca.pem`, cert_file: `${TLS_CERTS}/client.pem`, key_file: `${TLS_CERTS}/client-key.pem` },
   });
   await waitFor(async () => (await getEndpoint(replicas.b.server.url, '/readyz', AUTH)).status === 200, 60000, 'b ready again');
+  await waitFor(async () => (await tlsEngine('GET', `/containers/${planted}/json`)).status === 404, 30000,
+    'the restarted replica to remove its earlier run\'s leftover');
+  planted = undefined;
   await waitFor(async () => (await tlsEngineContainers(replicas.b.instanceId)).length <= 1, 30000,
     'only the restarted replica\'s pooled sandbox on the TLS engine');
   assert.ok(front, 'the front keeps the same backend addresses');
 });
 
-test('a draining replica takes no new session while its running execution finishes', async () => {
-  // The front may need a health check or two to see B back (rise 2 x 500 ms).
-  await new Promise((r) => setTimeout(r, 1500));
-  const draining = clients.find((c) => c.replica === 'a');
-  let begun;
-  const started = new Promise((r) => { begun = r; });
-  const running = draining.conn.client.callTool(
-    { name: 'run_code', arguments: { code: 'import time\nprint("begin", flush=True)\ntime.sleep(4)\nx = 99\nprint("end")', session_id: draining.sandbox } },
-    undefined, { onprogress: () => begun(), timeout: 120000 });
-  running.catch(() => {});
-  await started;
-  const aExit = new Promise((r) => replicas.a.server.on('exit', r));
-  replicas.a.server.kill('SIGTERM');
-  await waitFor(async () => (await getEndpoint(replicas.a.server.url, '/readyz', AUTH)).status === 503, 5000, 'a draining');
-  await new Promise((r) => setTimeout(r, 1200)); // the front's next health check marks A down
+test('a draining replica takes no new session while its running execution finishes', async (t) => {
+  // The front must see B back (rise 2 x 500 ms) before A drains, or new sessions have nowhere to go.
+  await waitFor(() => frontSaw('b', 'UP') > bUpBeforeKill, 15000, 'the front to see b up again');
+  const release = []; // [container, engine socket]: touching /tmp/go there ends a held execution
+  const letGo = async () => {
+    while (release.length > 0) {
+      const [container, socket] = release.shift();
+      assert.equal(await dockerExec(container, ['touch', '/tmp/go'], socket), 0);
+    }
+  };
+  try {
+    // A running execution on A, held until the test lets it go.
+    const draining = clients.find((c) => c.replica === 'a');
+    release.push([await sandboxContainerId(draining.conn.client, draining.sandbox), undefined]);
+    const { result: running } = await startRunning(draining.conn.client,
+      `print("begin", flush=True)\n${waitForFilePython()}x = 99\nprint("end")`, draining.sandbox);
 
-  // A's other sessions still reach A through the front (option persist): not redispatched.
-  const other = clients.find((c) => c.replica === 'a' && c !== draining);
-  assert.ok(other, 'a second session on a');
-  assert.equal((await runCode(other.conn.client, 'x', other.sandbox)).result, String(other.value),
-    'a session of the draining replica keeps its state through the front');
+    // Two held on B, so that the front's leastconn prefers A (1 request running against 2) for
+    // the next initialize for as long as it still counts A up.
+    const busy = await connectHttp(front.url, AUTH); // A runs 1, B none: leastconn picks B
+    assert.equal(await replicaOf(busy.transport.sessionId), 'b');
+    const held = [];
+    for (let i = 0; i < 2; i++) {
+      const sandbox = (await runCode(busy.client, String(i))).session_id;
+      release.push([await sandboxContainerId(busy.client, sandbox), TLS_SOCKET]);
+      held.push((await startRunning(busy.client, `print("held", flush=True)\n${waitForFilePython()}`, sandbox)).result);
+    }
 
-  const bBefore = await mcpSessions(replicas.b);
-  const fresh = [];
-  for (let i = 0; i < 4; i++) {
-    const conn = await connectHttp(front.url, AUTH);
-    assert.equal((await runCode(conn.client, '2+2')).result, '4');
-    fresh.push(conn);
+    const aExit = new Promise((r) => replicas.a.server.on('exit', r));
+    const aDownBefore = frontSaw('a', 'DOWN');
+    const logAtDrain = front.log().length;
+    replicas.a.server.kill('SIGTERM');
+    await waitFor(async () => (await getEndpoint(replicas.a.server.url, '/readyz', AUTH)).status === 503, 5000, 'a draining');
+
+    // At once, before the front's health checks (fall 2 x 500 ms) mark A down: each initialize
+    // that reaches A gets 503 and is retried on B (retry-on 503); none fails, all land on B.
+    const bBefore = await mcpSessions(replicas.b);
+    const fresh = [];
+    for (let i = 0; i < 4; i++) {
+      const conn = await connectHttp(front.url, AUTH);
+      fresh.push(conn);
+      assert.equal((await runCode(conn.client, '2+2')).result, '4');
+      assert.equal(await replicaOf(conn.transport.sessionId), 'b');
+    }
+    assert.equal(await mcpSessions(replicas.b), bBefore + 4, 'every new session went to b');
+    for (const conn of fresh) await conn.client.close();
+    // haproxy logs a redispatched request's retries as "+N" (none: A was down in the front
+    // already, and this run did not exercise the retry).
+    const retried = front.log().slice(logAtDrain).split('\n')
+      .filter((l) => /replicas\/b .*\/\+\d+ \d+\/\d+ "POST /.test(l)).length;
+    t.diagnostic(`${retried} request(s) answered 503 by a and retried on b`);
+
+    // A's other sessions still reach A through the front once it counts A down (option persist).
+    await waitFor(() => frontSaw('a', 'DOWN') > aDownBefore, 10000, 'the front to see a down');
+    const other = clients.find((c) => c.replica === 'a' && c !== draining);
+    assert.ok(other, 'a second session on a');
+    assert.equal((await runCode(other.conn.client, 'x', other.sandbox)).result, String(other.value),
+      'a session of the draining replica keeps its state through the front');
+
+    await letGo();
+    for (const result of held) assert.match((await result).structuredContent.stdout, /^held\ngo\n/);
+    await busy.client.close();
+    const result = await running;
+    assert.equal(result.isError, false, JSON.stringify(result));
+    assert.match(result.structuredContent.stdout, /begin\ngo\nend/, 'the running execution finished through the front');
+    assert.equal(await aExit, 0, 'a exits 0 after its drain');
+  } finally {
+    await letGo().catch(() => {}); // after a failure: end the held executions, not their 60 s cap
   }
-  assert.equal(await mcpSessions(replicas.b), bBefore + 4, 'every new session went to b');
-  for (const conn of fresh) await conn.client.close();
-
-  const result = await running;
-  assert.equal(result.isError, false, JSON.stringify(result));
-  assert.match(result.structuredContent.stdout, /begin\nend/, 'the running execution finished through the front');
-  assert.equal(await aExit, 0, 'a exits 0 after its drain');
 });
 
 test('no container of either replica is left on either engine', async () => {

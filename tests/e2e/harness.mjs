@@ -68,20 +68,62 @@ export async function connectHttp(url, headers = {}) {
   return { client, transport };
 }
 
-// GET on the Docker Engine API over its Unix socket.
-export function dockerGet(path) {
+// A request to the Docker Engine API over a Unix socket (the local engine's by default):
+// { status, body } with the body parsed as JSON when there is one.
+export function dockerRequest(method, path, body = undefined, socketPath = '/var/run/docker.sock') {
   return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = http.request(
-      { socketPath: '/var/run/docker.sock', path: `/v1.41${path}`, method: 'GET' },
+      {
+        socketPath, path: `/v1.41${path}`, method,
+        headers: payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      },
       (res) => {
-        let body = '';
-        res.on('data', (chunk) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode, body: body ? JSON.parse(body) : null }));
+        let text = '';
+        res.on('data', (chunk) => (text += chunk));
+        res.on('end', () => {
+          let parsed = null;
+          try { parsed = text ? JSON.parse(text) : null; } catch { parsed = text; }
+          resolve({ status: res.statusCode, body: parsed });
+        });
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(payload);
   });
+}
+
+// GET on the Docker Engine API over its Unix socket.
+export function dockerGet(path) {
+  return dockerRequest('GET', path);
+}
+
+// Runs `cmd` (argv) in a running container as root, like `docker exec -u 0`, and resolves to its
+// exit code once it ended. `socketPath`: the engine's Unix socket (another engine than the local
+// one, e.g. the TLS engine's private socket). Tests use it to signal sandboxed code that waits
+// for a file, instead of racing a sleep.
+export async function dockerExec(containerId, cmd, socketPath = '/var/run/docker.sock') {
+  const created = await dockerRequest('POST', `/containers/${containerId}/exec`,
+    { Cmd: cmd, User: '0', AttachStdout: false, AttachStderr: false }, socketPath);
+  if (created.status !== 201) throw new Error(`exec create in ${containerId}: ${created.status} ${JSON.stringify(created.body)}`);
+  const execId = created.body.Id;
+  const started = await dockerRequest('POST', `/exec/${execId}/start`, { Detach: true, Tty: false }, socketPath);
+  if (started.status !== 200) throw new Error(`exec start in ${containerId}: ${started.status} ${JSON.stringify(started.body)}`);
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const { body } = await dockerRequest('GET', `/exec/${execId}/json`, undefined, socketPath);
+    if (!body.Running && body.ExitCode !== null) return body.ExitCode;
+    if (Date.now() > deadline) throw new Error(`exec ${JSON.stringify(cmd)} in ${containerId} still running after 30 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Python that blocks until `file` exists in the sandbox (at most `capS` seconds), then prints
+// `go` or, if the cap passed first, `no go`. Pair it with dockerExec([... 'touch', file]).
+export function waitForFilePython(file = '/tmp/go', capS = 60) {
+  return `import os, time\n_deadline = time.time() + ${capS}\n`
+    + `while not os.path.exists(${JSON.stringify(file)}) and time.time() < _deadline:\n    time.sleep(0.05)\n`
+    + `print("go" if os.path.exists(${JSON.stringify(file)}) else "no go", flush=True)\n`;
 }
 
 async function listContainers(filter) {
