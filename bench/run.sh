@@ -3,25 +3,50 @@
 # packages, and runs, each printing its table and writing bench/results/<name>.{md,json}:
 #   bench.mjs    latency against docker exec / docker run / a Jupyter kernel (latest.{md,json})
 #   channel.mjs  the agent channel: per-sandbox socket against the engine's attach stream
+#   remote.mjs   a remote engine over TLS (scripts/tls_dockerd.sh, started here for it) against
+#                the local engine (remote.{md,json})
 #   scale.mjs    1/8/32/64 sessions at once, memory per session, cancellation (scale.{md,json})
 #   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
 #   preload.mjs  the warm pool's Python preload: first data-stack import (preload.{md,json})
 #   figures.mjs  a figure's round trip as image content, a DataFrame preview (figures.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
-#   bench/run.sh scale             only one of them (bench, channel, scale, sidecar, preload or figures)
+#   bench/run.sh scale             only one of them (bench, channel, remote, scale, sidecar, preload
+#                                  or figures)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 
 readonly BENCH_DIR="${SANDBOX_REPO_ROOT}/bench"
 readonly BENCH_TIMEOUT_S=900
+readonly TLS_DOCKERD="${SANDBOX_REPO_ROOT}/scripts/tls_dockerd.sh"
 BENCH_PID_FILE=""
 SERVER_BIN=""
+TLS_ENGINE_STARTED=0 # 1: this run started the TLS engine (and stops it); one already up is kept
 
-# Containers a sandbox-mcp server with this pid created (the server labels them with its pid).
+# Containers a sandbox-mcp server with this pid created (the server labels them with its pid), on
+# the local engine and, once remote.mjs ran, on the TLS engine.
 containers_of_server() {
   docker ps -aq --filter label=sandbox-mcp.managed=1 --filter "label=sandbox-mcp.pid=$1"
+  if [[ -S "${SANDBOX_TLS_ENGINE_SOCKET:-}" ]]; then
+    tls_engine_docker ps -aq --filter label=sandbox-mcp.managed=1 --filter "label=sandbox-mcp.pid=$1"
+  fi
+}
+
+tls_engine_docker() { docker -H "unix://${SANDBOX_TLS_ENGINE_SOCKET}" "$@"; }
+
+# The TLS-only second engine remote.mjs measures against (scripts/tls_dockerd.sh), and the
+# SANDBOX_TLS_ENGINE_* variables naming it.
+start_tls_engine() {
+  bash "${TLS_DOCKERD}" env >/dev/null 2>&1 || TLS_ENGINE_STARTED=1
+  bash "${TLS_DOCKERD}" start && eval "$(bash "${TLS_DOCKERD}" env)"
+}
+
+# Stops the TLS engine if this run started it (one that was already running serves someone else).
+stop_tls_engine_if_ours() {
+  ((TLS_ENGINE_STARTED)) || return 0
+  TLS_ENGINE_STARTED=0
+  bash "${TLS_DOCKERD}" stop || log_warn "could not stop the TLS engine: scripts/tls_dockerd.sh stop"
 }
 
 # Ids of containers left by this run: those of its servers (pids in BENCH_PID_FILE) and its own
@@ -65,9 +90,12 @@ cleanup_after_bench() {
     printf '\nerror: LEAKED %d container(s) of this benchmark run: %s\n' "${#leaked[@]}" "${leaked[*]}" >&2
     printf 'error: removing them now; this is a bug in the server or bench.mjs, please report it\n' >&2
     docker rm -f "${leaked[@]}" >/dev/null 2>&1 || true
+    [[ -S "${SANDBOX_TLS_ENGINE_SOCKET:-}" ]] && { tls_engine_docker rm -f "${leaked[@]}" >/dev/null 2>&1 || true; }
+    stop_tls_engine_if_ours
     exit 1
   fi
-  log_step "no container of this run remains (label sandbox-mcp.managed=1 with our server pids)"
+  stop_tls_engine_if_ours
+  log_step "no container of this run remains (label sandbox-mcp.managed=1 with our server pids, on the local and TLS engines)"
   local others
   others="$(docker ps -aq --filter label=sandbox-mcp.managed=1 | wc -l)"
   ((others == 0)) || log_info "${others} sandbox-mcp container(s) of other servers on this engine (not ours, left alone)"
@@ -93,13 +121,16 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs) script
+  local scripts=(bench.mjs channel.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | scale | sidecar | preload | figures) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, scale, sidecar, preload or figures (or nothing for all)" ;;
+    bench | channel | remote | scale | sidecar | preload | figures) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, remote, scale, sidecar, preload or figures (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
+    if [[ "${script}" == remote.mjs ]]; then
+      start_tls_engine || die "the TLS engine did not start (scripts/tls_dockerd.sh start says why)"
+    fi
     log_step "benchmark ${script} (${SERVER_BIN}); the machine is shared, so expect noise"
     SANDBOX_MCP_BIN="${SERVER_BIN}" BENCH_PID_FILE="${BENCH_PID_FILE}" \
       timeout --signal=TERM "${BENCH_TIMEOUT_S}" node "${BENCH_DIR}/${script}" ||
