@@ -1,19 +1,33 @@
 // The pure parts of remote (tcp://) engines: the tar writer, the agent volume's archive and
-// hash, the container body without host mounts, and the engine client's TLS refusals.
+// hash, the container body without host mounts, and the engine client's TLS refusals, among them
+// the engine certificate's names (against certificates made here and a TLS listener of the test's
+// own: no engine needed).
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <array>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "sandbox/docker/agent_volume.h"
 #include "sandbox/docker/container_config.h"
 #include "sandbox/docker/engine_client.h"
 #include "sandbox/docker/tar_writer.h"
+#include "sandbox/docker/tls_connection.h"
 
 namespace {
 
@@ -201,6 +215,190 @@ TEST(EngineClient, NeverSpeaksToATcpEngineWithoutClientCertificates) {
   EngineClientOptions local;
   local.tls.ca_file = "/etc/ssl/ca.pem";
   EXPECT_NE(errorOf(local).find("TLS files are for tcp:// engines"), std::string::npos);
+}
+
+using KeyPtr = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
+using CertPtr = std::unique_ptr<X509, decltype(&X509_free)>;
+
+KeyPtr newKey() { return {EVP_EC_gen("P-256"), EVP_PKEY_free}; }
+
+// A certificate for `key` whose subject is CN=`common_name`, with a subjectAltName when `san` is
+// not empty ("DNS:a, IP:1.2.3.4"), signed by `issuer` (self-signed without one).
+CertPtr makeCert(EVP_PKEY* key, const std::string& common_name, const std::string& san,
+                 const std::pair<X509*, EVP_PKEY*>& issuer = {nullptr, nullptr}) {
+  static long serial = 1;
+  CertPtr cert(X509_new(), X509_free);
+  X509_set_version(cert.get(), 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial++);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600);
+  X509_set_pubkey(cert.get(), key);
+  X509_NAME* subject = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                             0);
+  X509* signer = issuer.first != nullptr ? issuer.first : cert.get();
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(signer));
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, signer, cert.get(), nullptr, nullptr, 0);
+  std::vector<std::pair<int, std::string>> extensions;
+  if (issuer.first == nullptr) extensions.emplace_back(NID_basic_constraints, "critical,CA:TRUE");
+  if (!san.empty()) extensions.emplace_back(NID_subject_alt_name, san);
+  for (const auto& [nid, value] : extensions) {
+    X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
+    EXPECT_NE(extension, nullptr) << value;
+    X509_add_ext(cert.get(), extension, -1);
+    X509_EXTENSION_free(extension);
+  }
+  X509_sign(cert.get(), issuer.second != nullptr ? issuer.second : key, EVP_sha256());
+  return cert;
+}
+
+void writePem(const std::string& path, X509* cert) {
+  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(path.c_str(), "w"), std::fclose);
+  ASSERT_TRUE(file && PEM_write_X509(file.get(), cert) == 1) << path;
+}
+
+void writePem(const std::string& path, EVP_PKEY* key) {
+  std::unique_ptr<FILE, decltype(&std::fclose)> file(std::fopen(path.c_str(), "w"), std::fclose);
+  ASSERT_TRUE(file &&
+              PEM_write_PrivateKey(file.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1)
+      << path;
+}
+
+TEST(TlsHostCheck, OnlyASubjectAltNameNamesTheEngineAndWildcardsAreWholeLabels) {
+  const auto key = newKey();
+  struct Row {
+    const char* name;
+    const char* common_name;
+    const char* san;
+    const char* host;
+    bool names_it;
+  };
+  const Row rows[] = {
+      {"a DNS name in the CN only", "localhost", "", "localhost", false},
+      {"an IP address in the CN only", "127.0.0.1", "", "127.0.0.1", false},
+      {"the CN beside a subjectAltName of another name", "localhost", "DNS:other", "localhost",
+       false},
+      {"a partial wildcard", "x", "DNS:f*.example.com", "foo.example.com", false},
+      {"a wildcard for a whole label", "x", "DNS:*.example.com", "foo.example.com", true},
+      {"a wildcard spans one label only", "x", "DNS:*.example.com", "a.b.example.com", false},
+      {"a DNS subjectAltName", "x", "DNS:engine.example.com", "engine.example.com", true},
+      {"a DNS subjectAltName of another name", "x", "DNS:engine.example.com", "example.com", false},
+      {"an IP subjectAltName", "x", "IP:127.0.0.1", "127.0.0.1", true},
+      {"an IP subjectAltName of another address", "x", "IP:127.0.0.1", "127.0.0.2", false},
+      {"an IP address is not a DNS name", "x", "DNS:127.0.0.1", "127.0.0.1", false},
+      {"an IPv6 subjectAltName", "x", "IP:::1", "::1", true},
+  };
+  for (const auto& row : rows) {
+    const auto cert = makeCert(key.get(), row.common_name, row.san);
+    EXPECT_EQ(detail::certificateNamesHost(cert.get(), row.host), row.names_it) << row.name;
+  }
+  EXPECT_FALSE(detail::certificateNamesHost(nullptr, "localhost"));
+}
+
+// A TLS server on 127.0.0.1 with one certificate: handshakes with whoever connects, then reads
+// until they leave. It never asks for a client certificate.
+class TlsListener {
+ public:
+  TlsListener(const std::string& cert_file, const std::string& key_file) {
+    context_.use_certificate_chain_file(cert_file);
+    context_.use_private_key_file(key_file, boost::asio::ssl::context::pem);
+    const boost::asio::ip::tcp::endpoint any(boost::asio::ip::make_address("127.0.0.1"), 0);
+    acceptor_.open(any.protocol());
+    acceptor_.bind(any);
+    acceptor_.listen();
+    accept();
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~TlsListener() {
+    ioc_.stop();
+    thread_.join();
+  }
+  TlsListener(const TlsListener&) = delete;
+  TlsListener& operator=(const TlsListener&) = delete;
+
+  [[nodiscard]] int port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  using Stream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket>;
+
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket peer) {
+      if (ec) return;
+      auto stream = std::make_shared<Stream>(std::move(peer), context_);
+      stream->async_handshake(Stream::server, [this, stream](boost::system::error_code failed) {
+        if (!failed) read(stream);
+      });
+      accept();
+    });
+  }
+
+  void read(const std::shared_ptr<Stream>& stream) {
+    stream->async_read_some(boost::asio::buffer(buffer_),
+                            [this, stream](boost::system::error_code ec, std::size_t) {
+                              if (!ec) read(stream);
+                            });
+  }
+
+  boost::asio::io_context ioc_;
+  boost::asio::ssl::context context_{boost::asio::ssl::context::tls_server};
+  boost::asio::ip::tcp::acceptor acceptor_{ioc_};
+  std::array<char, 4096> buffer_{};
+  std::thread thread_;
+};
+
+// Connects to `host`:`port` as EngineClient does; "" when the connection is made, else why not.
+std::string connectError(const EngineTlsFiles& files, const std::string& host, int port) {
+  try {
+    detail::TlsContext context(files);
+    detail::TlsConnection connection(
+        common::parseEngineHost("tcp://" + host + ":" + std::to_string(port)), context,
+        std::chrono::seconds(10));
+    return "";
+  } catch (const EngineError& e) {
+    return e.what();
+  }
+}
+
+TEST(TlsConnection, RefusesAnEngineNamedOnlyInItsCertificatesCommonName) {
+  const std::string dir = tempDir("tls-names");
+  const auto ca_key = newKey();
+  const auto ca = makeCert(ca_key.get(), "test ca", "");
+  const auto client_key = newKey();
+  const auto client = makeCert(client_key.get(), "client", "", {ca.get(), ca_key.get()});
+  writePem(dir + "/ca.pem", ca.get());
+  writePem(dir + "/client.pem", client.get());
+  writePem(dir + "/client-key.pem", client_key.get());
+  const EngineTlsFiles files{dir + "/ca.pem", dir + "/client.pem", dir + "/client-key.pem"};
+  // Server certificates signed by that CA: "localhost" and 127.0.0.1 in the CN only (what
+  // boost::asio::ssl::host_name_verification accepted for a DNS name), and as subjectAltNames.
+  const auto server_key = newKey();
+  writePem(dir + "/server-key.pem", server_key.get());
+  const auto serve = [&](const char* common_name, const char* san) {
+    const auto cert = makeCert(server_key.get(), common_name, san, {ca.get(), ca_key.get()});
+    const std::string path = dir + "/server-" + common_name + ".pem";
+    writePem(path, cert.get());
+    return std::make_unique<TlsListener>(path, dir + "/server-key.pem");
+  };
+
+  const auto cn_localhost = serve("localhost", "");
+  const std::string refused = connectError(files, "localhost", cn_localhost->port());
+  EXPECT_NE(refused.find("the engine's certificate is not issued for 'localhost'"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("common name"), std::string::npos) << refused;
+  const auto cn_address = serve("127.0.0.1", "");
+  EXPECT_NE(connectError(files, "127.0.0.1", cn_address->port())
+                .find("the engine's certificate is not issued for '127.0.0.1'"),
+            std::string::npos);
+
+  // The same CA, key and listener with the name as a subjectAltName: accepted.
+  const auto san = serve("engine", "DNS:localhost,IP:127.0.0.1");
+  EXPECT_EQ(connectError(files, "localhost", san->port()), "");
+  EXPECT_EQ(connectError(files, "127.0.0.1", san->port()), "");
+  fs::remove_all(dir);
 }
 
 }  // namespace

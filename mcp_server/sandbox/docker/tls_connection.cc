@@ -1,16 +1,24 @@
 #include "sandbox/docker/tls_connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/ssl/verify_context.hpp>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "sandbox/docker/tls_pump.h"
+#include "sandbox/log.h"
 
 namespace sandbox::docker::detail {
 namespace {
@@ -44,7 +52,35 @@ bool isIpAddress(const std::string& host) {
   return !ec;
 }
 
+// X509_check_host's defaults (flags 0, as boost::asio::ssl::host_name_verification passes)
+// accept f*.example.com and fall back to the subject's CN when no DNS subjectAltName is present.
+constexpr unsigned kHostCheckFlags =
+    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT;
+
+// Keepalive on the engine's TCP socket (see the header). Returns what failed, or "" when all did.
+std::string enableKeepalive(net::ip::tcp::socket& socket) {
+  const int fd = socket.native_handle();
+  const std::pair<int, int> options[] = {{SOL_SOCKET, SO_KEEPALIVE},
+                                         {IPPROTO_TCP, TCP_KEEPIDLE},
+                                         {IPPROTO_TCP, TCP_KEEPINTVL},
+                                         {IPPROTO_TCP, TCP_KEEPCNT}};
+  const int values[] = {1, kKeepaliveIdleS, kKeepaliveIntervalS, kKeepaliveProbes};
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    const auto [level, name] = options[i];
+    if (::setsockopt(fd, level, name, &values[i], sizeof(values[i])) != 0) {
+      return "setsockopt " + std::to_string(name) + ": " + std::strerror(errno);
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+bool certificateNamesHost(X509* certificate, const std::string& host) noexcept {
+  if (certificate == nullptr || host.empty()) return false;
+  if (isIpAddress(host)) return X509_check_ip_asc(certificate, host.c_str(), kHostCheckFlags) == 1;
+  return X509_check_host(certificate, host.data(), host.size(), kHostCheckFlags, nullptr) == 1;
+}
 
 TlsContext::TlsContext(const EngineTlsFiles& files) : files_(files) {
   requireReadable(files_.ca_file, "ca_file");
@@ -87,7 +123,10 @@ TlsConnection::TlsConnection(const common::EngineHost& endpoint, TlsContext& con
   if (ec) {
     throw EngineError(0, "cannot connect to " + uri_ + ": " + ec.message(), "connect");
   }
-  tcp.socket().set_option(net::socket_base::keep_alive(true), ec);  // long attach streams
+  if (const auto failed = enableKeepalive(tcp.socket()); !failed.empty()) {
+    logger().warn("engine {}: no TCP keepalive ({}): a vanished engine is noticed late", uri_,
+                  failed);
+  }
 
   SSL* ssl = stream_.native_handle();
   if (!isIpAddress(endpoint.host)) {
@@ -96,8 +135,7 @@ TlsConnection::TlsConnection(const common::EngineHost& endpoint, TlsContext& con
              const_cast<char*>(endpoint.host.c_str()));
   }
   stream_.set_verify_callback(
-      [this, matches = net::ssl::host_name_verification(endpoint.host), host = endpoint.host](
-          bool preverified, net::ssl::verify_context& verify) {
+      [this, host = endpoint.host](bool preverified, net::ssl::verify_context& verify) {
         X509_STORE_CTX* store = verify.native_handle();
         if (!preverified) {
           verify_failure_ = "the engine's certificate does not verify against docker.tls.ca_file " +
@@ -106,10 +144,13 @@ TlsConnection::TlsConnection(const common::EngineHost& endpoint, TlsContext& con
                             "): ca_file must be the CA that signed dockerd's --tlscert";
           return false;
         }
-        if (!matches(preverified, verify)) {
+        if (X509_STORE_CTX_get_error_depth(store) > 0) return true;  // a CA of the chain
+        if (!certificateNamesHost(X509_STORE_CTX_get_current_cert(store), host)) {
           verify_failure_ = "the engine's certificate is not issued for '" + host +
-                            "' (no subjectAltName matches that name or address): set docker.host "
-                            "to a name or address the certificate lists, or reissue it";
+                            "' (no subjectAltName matches that name or address; the subject's "
+                            "common name and partial wildcards such as f*.example.com do not "
+                            "count): set docker.host to a name or address the certificate lists, "
+                            "or reissue it with that subjectAltName";
           return false;
         }
         return true;
