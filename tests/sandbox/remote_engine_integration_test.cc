@@ -2,13 +2,25 @@
 // (scripts/tls_dockerd.sh), through the real backend, agent and runsc. The agent comes from a
 // volume on that engine, frames go over the attach stream through the TLS pump, nothing of this
 // host is mounted, and nothing is left on the engine but the agent volume (the cache).
+// Servers sharing the engine fill the agent volume once, taking turns; connections to the engine
+// keep TCP keepalive on, so a vanished engine ends a session's attach stream within a minute.
 // remote_engine_tls_test.cc attacks the TLS side (wrong certificates, names, plain TCP).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <latch>
 #include <random>
 #include <thread>
 
+#include "sandbox/docker/agent_volume.h"
 #include "sandbox/docker/docker_sidecar.h"
 #include "sandbox/docker/runtime_probe.h"
 #include "tls_engine_support.h"
@@ -217,6 +229,155 @@ TEST_F(RemoteEngine, PumpThreadsEndWithTheirSandboxesWhicheverSideCloses) {
     EXPECT_EQ(threadCount(), baseline) << "a pump or reader thread outlived its sandbox";
   }
   EXPECT_EQ(threadCount(), before) << "idle pooled TLS connections hold no thread";
+}
+
+// The TCP sockets of this process connected to `port` on loopback.
+std::vector<int> socketsTo(int port) {
+  std::vector<int> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    sockaddr_in peer{};
+    socklen_t size = sizeof(peer);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) == 0 &&
+        peer.sin_family == AF_INET && ntohs(peer.sin_port) == port) {
+      out.push_back(fd);
+    }
+  }
+  return out;
+}
+
+int socketOption(int fd, int level, int name) {
+  int value = -1;
+  socklen_t size = sizeof(value);
+  EXPECT_EQ(::getsockopt(fd, level, name, &value, &size), 0) << std::strerror(errno);
+  return value;
+}
+
+TEST_F(RemoteEngine, ConnectionsKeepTcpKeepaliveSoAVanishedEngineEndsASessionWithinAMinute) {
+  DockerBackend backend(remoteOptions(engine_));
+  auto sandbox = backend.create(remoteSpec(engine_));
+  EXPECT_EQ(python(*sandbox, "1+1").result, "2");
+  // The sandbox's attach stream (relayed by the TLS pump, which has no timeout of its own) and
+  // the pooled request connections.
+  const auto sockets = socketsTo(common::parseEngineHost(engine_.host).port);
+  ASSERT_GE(sockets.size(), 2U) << "the attach stream and a pooled connection";
+  for (const int fd : sockets) {
+    EXPECT_EQ(socketOption(fd, SOL_SOCKET, SO_KEEPALIVE), 1) << "fd " << fd;
+    // A silent peer is dropped 30 + 3 * 10 = 60 s after the last byte (Linux's default: 2 h 11).
+    EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_KEEPIDLE), 30) << "fd " << fd;
+    EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_KEEPINTVL), 10) << "fd " << fd;
+    EXPECT_EQ(socketOption(fd, IPPROTO_TCP, TCP_KEEPCNT), 3) << "fd " << fd;
+  }
+}
+
+std::string readAgent() {
+  std::ifstream in(SANDBOX_AGENT_PATH, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Agent volumes no other test uses: Python modules of their own, and a label on the fill
+// containers to find their events by.
+struct FreshVolume {
+  std::string run = uniqueSuffix();
+  std::map<std::string, std::string> modules = {{"sandbox_mcp.py", "RUN = '" + run + "'\n"}};
+  std::map<std::string, std::string> labels = {{"sandbox-mcp.test-fill", run}};
+  std::string name = std::string(kAgentVolumePrefix) + agentVolumeHash({readAgent(), modules});
+  std::string fill_container = name + std::string(kAgentVolumeFillSuffix);
+};
+
+std::int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// How many archives the engine extracted into fill containers of `volume` since `since_unix`.
+int fillsSince(EngineClient& engine, const FreshVolume& volume, std::int64_t since_unix) {
+  const json filters = {{"type", {"container"}},
+                        {"event", {"extract-to-dir"}},
+                        {"label", {"sandbox-mcp.test-fill=" + volume.run}}};
+  const std::string body =
+      engine
+          .request(Method::kGet, "/events?since=" + std::to_string(since_unix - 1) +
+                                     "&until=" + std::to_string(unixNow() + 1) +
+                                     "&filters=" + urlEncode(filters.dump()))
+          .body;
+  return static_cast<int>(std::count(body.begin(), body.end(), '\n'));
+}
+
+TEST_F(RemoteEngine, ServersFillingOneAgentVolumeAtOnceTakeTurnsAndFillItOnce) {
+  auto engine = client(engine_);
+  const FreshVolume volume;
+  const auto since = unixNow();
+  // Two replicas, each with its own engine client, asking at the same moment.
+  std::latch start(2);
+  std::string names[2];
+  std::string errors[2];
+  std::vector<std::thread> replicas;
+  replicas.reserve(2);
+  for (int i = 0; i < 2; ++i) {
+    replicas.emplace_back([&, i] {
+      auto own = client(engine_);
+      AgentVolume agent(own, SANDBOX_AGENT_PATH, volume.modules, engine_.image, volume.labels);
+      start.arrive_and_wait();
+      try {
+        names[i] = agent.ensure();
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& replica : replicas) replica.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(names[0], volume.name);
+  EXPECT_EQ(names[1], volume.name);
+  EXPECT_EQ(fillsSince(engine, volume, since), 1) << "the archive was extracted more than once";
+  EXPECT_FALSE(inspect(engine, volume.fill_container)) << "the fill container was left behind";
+
+  // A third server finds it filled.
+  AgentVolume third(engine, SANDBOX_AGENT_PATH, volume.modules, engine_.image, volume.labels);
+  EXPECT_EQ(third.ensure(), volume.name);
+  EXPECT_EQ(fillsSince(engine, volume, since), 1);
+  engine.request(Method::kDelete, "/volumes/" + volume.name);
+}
+
+TEST_F(RemoteEngine, AFillContainerLeftBehindIsWaitedForThenRemovedOnceStale) {
+  auto engine = client(engine_);
+  const FreshVolume volume;
+  // What a server that died mid-fill leaves: <volume>-fill, never started.
+  const auto left = engine
+                        .request(Method::kPost, "/containers/create?name=" + volume.fill_container,
+                                 json{{"Image", engine_.image}, {"Labels", volume.labels}})
+                        .json()
+                        .at("Id")
+                        .get<std::string>();
+
+  // While it is young it may be a fill in progress: waited for, within the bound.
+  AgentVolume patient(engine, SANDBOX_AGENT_PATH, volume.modules, engine_.image, volume.labels,
+                      {std::chrono::milliseconds(1500), std::chrono::seconds(180)});
+  const auto start = Clock::now();
+  try {
+    (void)patient.ensure();
+    ADD_FAILURE() << "used a volume another server was filling";
+  } catch (const SandboxError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("is still being filled by another sandbox-mcp server"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("docker rm -f " + volume.fill_container), std::string::npos) << what;
+  }
+  EXPECT_GE(msSince(start), 1500.0);
+  EXPECT_LT(msSince(start), 10000.0);
+  EXPECT_TRUE(inspect(engine, left)) << "a young fill container was removed";
+
+  // Once older than stale_after it is a crashed fill's: removed, and the volume filled.
+  AgentVolume taking_over(engine, SANDBOX_AGENT_PATH, volume.modules, engine_.image, volume.labels,
+                          {std::chrono::milliseconds(60000), std::chrono::seconds(0)});
+  EXPECT_EQ(taking_over.ensure(), volume.name);
+  EXPECT_FALSE(inspect(engine, left)) << "the stale fill container is still there";
+  EXPECT_FALSE(inspect(engine, volume.fill_container));
+  forceRemoveContainer(engine, left);
+  engine.request(Method::kDelete, "/volumes/" + volume.name);
 }
 
 }  // namespace

@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
+#include <thread>
 #include <vector>
 
-#include "common/random_id.h"
+#include "sandbox/docker/built_images.h"
 #include "sandbox/docker/container_config.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sandbox.h"
@@ -16,7 +18,8 @@
 namespace sandbox::docker {
 namespace {
 
-constexpr std::chrono::milliseconds kUploadTimeout{300000};
+constexpr std::chrono::milliseconds kUploadTimeout{120000};  // under AgentVolumeFillTimes
+constexpr std::chrono::milliseconds kFillPoll{250};
 
 std::string readWhole(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -40,6 +43,60 @@ class HelperContainer {
   EngineClient& engine_;
   std::string id_;
 };
+
+// The container that holds <volume>-fill, and how old it is by this host's clock.
+struct FillHolder {
+  std::string id;
+  std::int64_t age_s;
+};
+
+std::optional<FillHolder> fillHolder(EngineClient& engine, const std::string& container) {
+  nlohmann::json info;
+  try {
+    info = engine.request(Method::kGet, "/containers/" + container + "/json").json();
+  } catch (const EngineError& e) {
+    if (e.isNotFound()) return std::nullopt;  // gone since our create: try again
+    throw;
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  return FillHolder{info.value("Id", container),
+                    now - parseEngineTime(info.value("Created", std::string()))};
+}
+
+// Creates the container `name`; nullopt when one of that name exists (409 Conflict).
+std::optional<std::string> createNamed(EngineClient& engine, const std::string& name,
+                                       const nlohmann::json& body) {
+  try {
+    return engine.request(Method::kPost, "/containers/create?name=" + name, body)
+        .json()
+        .at("Id")
+        .get<std::string>();
+  } catch (const EngineError& e) {
+    if (e.isConflict()) return std::nullopt;
+    throw;
+  }
+}
+
+// Never started: it only gives the archive endpoint a view of the volume.
+nlohmann::json fillContainerBody(const std::string& volume, const std::string& image,
+                                 const std::map<std::string, std::string>& labels) {
+  return {
+      {"Image", image},
+      {"Entrypoint", nlohmann::json::array()},
+      {"Cmd", {std::string(kSandboxDirContainerPath) + "/agent"}},
+      {"Labels", labels},
+      {"NetworkDisabled", true},
+      {"HostConfig",
+       {{"NetworkMode", "none"},
+        {"Mounts",
+         {{{"Type", "volume"},
+           {"Source", volume},
+           {"Target", kSandboxDirContainerPath},
+           {"VolumeOptions", {{"NoCopy", true}}}}}}}},
+  };
+}
 
 }  // namespace
 
@@ -68,12 +125,14 @@ std::string agentVolumeArchive(const AgentVolumeContents& contents, const std::s
 
 AgentVolume::AgentVolume(EngineClient& engine, std::string agent_path,
                          std::map<std::string, std::string> python_modules,
-                         std::string helper_image, std::map<std::string, std::string> labels)
+                         std::string helper_image, std::map<std::string, std::string> labels,
+                         AgentVolumeFillTimes fill_times)
     : engine_(engine),
       agent_path_(std::move(agent_path)),
       python_modules_(std::move(python_modules)),
       helper_image_(std::move(helper_image)),
-      labels_(std::move(labels)) {}
+      labels_(std::move(labels)),
+      fill_times_(fill_times) {}
 
 std::string AgentVolume::ensure() {
   std::lock_guard lock(mutex_);
@@ -121,35 +180,49 @@ bool AgentVolume::volumeExists(const std::string& name, const std::string& hash)
   return true;
 }
 
+std::string AgentVolume::claimFill(const std::string& volume) {
+  const std::string container = volume + std::string(kAgentVolumeFillSuffix);
+  const auto body = fillContainerBody(volume, helper_image_, labels_);
+  const auto deadline = std::chrono::steady_clock::now() + fill_times_.wait;
+  const std::string uri = engine_.options().endpoint.uri();
+  for (int attempt = 0;; ++attempt) {
+    if (auto id = createNamed(engine_, container, body)) return *id;
+    const auto holder = fillHolder(engine_, container);
+    const bool stale = holder && holder->age_s >= fill_times_.stale_after.count();
+    if (stale) {
+      logger().warn(
+          "agent volume {} on {}: removing {}, created {} s ago: no fill takes that "
+          "long, so its server stopped mid-fill",
+          volume, uri, container, holder->age_s);
+      forceRemoveContainer(engine_, holder->id);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw SandboxError(
+          "the agent volume " + volume + " on " + uri + " is still being filled by another " +
+          "sandbox-mcp server (its container " + container + " was created " +
+          std::to_string(holder ? holder->age_s : 0) + " s ago) after waiting " +
+          std::to_string(fill_times_.wait.count() / 1000) +
+          " s: try again; if no server is filling it, remove the container (docker rm -f " +
+          container + "); one older than " + std::to_string(fill_times_.stale_after.count()) +
+          " s is removed as a crashed fill's");
+    }
+    if (attempt == 0 && !stale) {
+      logger().info("agent volume {} on {}: another server is filling it ({}); waiting", volume,
+                    uri, container);
+    }
+    std::this_thread::sleep_for(kFillPoll);
+  }
+}
+
 void AgentVolume::prepare(const std::string& name, const std::string& hash,
                           const AgentVolumeContents& contents) {
   if (!volumeExists(name, hash)) {
+    // Idempotent: when another server created it meanwhile, the engine returns that one.
     engine_.request(Method::kPost, "/volumes/create",
                     nlohmann::json{{"Name", name}, {"Labels", {{kLabelAgentVolume, hash}}}});
   }
-  const nlohmann::json body = {
-      {"Image", helper_image_},
-      {"Entrypoint", nlohmann::json::array()},
-      {"Cmd", {std::string(kSandboxDirContainerPath) + "/agent"}},
-      {"Labels", labels_},
-      {"NetworkDisabled", true},
-      {"HostConfig",
-       {{"NetworkMode", "none"},
-        {"Mounts",
-         {{{"Type", "volume"},
-           {"Source", name},
-           {"Target", kSandboxDirContainerPath},
-           {"VolumeOptions", {{"NoCopy", true}}}}}}}},
-  };
-  // Never started: it only gives the archive endpoint a view of the volume.
-  HelperContainer helper(
-      engine_,
-      engine_
-          .request(Method::kPost,
-                   "/containers/create?name=sandbox-mcp-agent-fill-" + common::randomHex(6), body)
-          .json()
-          .at("Id")
-          .get<std::string>());
+  // Holding <volume>-fill, this server alone checks and fills the volume.
+  HelperContainer helper(engine_, claimFill(name));
   const std::string marker = std::string(kSandboxDirContainerPath) + "/" + kAgentVolumeMarker;
   try {
     engine_.request(Method::kHead,
