@@ -133,11 +133,14 @@ test('a crashed server (SIGKILL) leaves no sandbox, sidecar or directory behind'
   const sid = made.structuredContent.session_id;
   const kinds = (await containersOfSession(sid)).map((c) => c.Labels['sandbox-mcp.role'] ?? 'sandbox');
   assert.deepEqual(kinds.sort(), ['sandbox', 'sidecar']);
-  const ownDirs = fs.readdirSync(runtimeRoot).filter((d) => !dirsBefore.has(d));
-  assert.equal(ownDirs.length, 1, 'the server made one run-time directory');
+  const ownEntries = fs.readdirSync(runtimeRoot).filter((d) => !dirsBefore.has(d));
+  const ownDirs = ownEntries.filter((d) => !d.endsWith('.lock'));
   const exited = new Promise((resolve) => doomed.on('exit', resolve));
   doomed.kill('SIGKILL');
   await exited;
+  // Its run-time directory and the lock file holding its instance id.
+  assert.equal(ownDirs.length, 1, `the server made one run-time directory: ${ownEntries}`);
+  assert.deepEqual(ownEntries.filter((d) => d.endsWith('.lock')), [`${ownDirs[0]}.lock`]);
   // The agent and the sidecar see their stdin close and exit; the engine removes both
   // containers (AutoRemove).
   await waitFor(async () => (await containersOfSession(sid)).length === 0, 20000, 'orphan removal');
@@ -147,6 +150,8 @@ test('a crashed server (SIGKILL) leaves no sandbox, sidecar or directory behind'
   try {
     assert.equal(fs.existsSync(path.join(runtimeRoot, ownDirs[0])), false,
       'the next server did not remove the dead server\'s run-time directory');
+    assert.equal(fs.existsSync(path.join(runtimeRoot, `${ownDirs[0]}.lock`)), false,
+      'the next server did not remove the dead server\'s unheld lock file');
   } finally {
     await stopServer(next);
   }
