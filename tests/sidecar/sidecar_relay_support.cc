@@ -3,13 +3,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <utility>
 
+#include "../support/http_header_line.h"
 #include "sidecar/audit_log.h"
 
 namespace relay_test {
@@ -39,16 +39,8 @@ std::size_t onBody(char* data, std::size_t size, std::size_t count, void* user) 
 
 std::size_t onHeader(char* data, std::size_t size, std::size_t count, void* user) {
   auto* state = static_cast<CurlState*>(user);
-  const std::string line(data, size * count);
-  const auto colon = line.find(':');
-  if (colon != std::string::npos && line.rfind("HTTP/", 0) != 0) {
-    std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(' '));
-    value.erase(value.find_last_not_of("\r\n ") + 1);
-    state->reply.headers[name] = value;
+  if (auto header = test_support::parseHeaderLine(std::string_view(data, size * count))) {
+    state->reply.headers[header->first] = std::move(header->second);
   }
   return size * count;
 }

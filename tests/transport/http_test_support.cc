@@ -2,9 +2,10 @@
 
 #include <curl/curl.h>
 
-#include <algorithm>
-#include <cctype>
 #include <stdexcept>
+#include <utility>
+
+#include "../support/http_header_line.h"
 
 namespace http_test {
 namespace {
@@ -35,15 +36,8 @@ std::size_t onHeader(char* data, std::size_t size, std::size_t count, void* user
     state->reply.status_lines.push_back(line.substr(0, line.find_last_not_of("\r\n") + 1));
     return size * count;
   }
-  const std::size_t colon = line.find(':');
-  if (colon != std::string::npos) {
-    std::string name = line.substr(0, colon);
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(' '));
-    value.erase(value.find_last_not_of("\r\n ") + 1);
-    state->reply.headers[name] = value;
+  if (auto header = test_support::parseHeaderLine(line)) {
+    state->reply.headers[header->first] = std::move(header->second);
   }
   return size * count;
 }
