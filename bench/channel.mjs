@@ -10,8 +10,8 @@ import {
   SERVER_BIN, connectHttp, startHttpServer, stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
-  SCALE, callOk, fmt, fmtRatio, machineInfo, managedContainersOf, runCodeOk, summarize, timed,
-  writeResults,
+  SCALE, callOk, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf, runCodeOk,
+  summarize, timed,
 } from './lib.mjs';
 
 const count = (n) => Math.max(2, Math.round(n * SCALE));
@@ -126,14 +126,7 @@ async function main() {
         `the ${side.channel} server's containers to go`).catch((e) => { failure ??= e; });
     }
   }
-  if (failure) {
-    log(`FAILED: ${failure.stack ?? failure}`);
-    process.exitCode = 1;
-    return;
-  }
-  info.load_end = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  const { md, json } = report(info);
-  writeResults('channel', md, json);
+  finishBenchmark('channel', failure, info, report, log);
 }
 
 await main();

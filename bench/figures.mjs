@@ -5,10 +5,9 @@
 // same cell returning len(df). One server over HTTP, interleaved. Results in
 // bench/results/figures.{md,json}. See bench/README.md.
 import { writeFileSync } from 'node:fs';
-import os from 'node:os';
 import { SERVER_BIN, connectHttp, startHttpServer, stopServer, waitFor } from '../tests/e2e/harness.mjs';
 import {
-  SCALE, callOk, fmt, fmtRatio, machineInfo, managedContainersOf, summarize, timed, writeResults,
+  SCALE, callOk, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf, summarize, timed,
 } from './lib.mjs';
 
 const count = (n) => Math.max(3, Math.round(n * SCALE));
@@ -121,14 +120,7 @@ async function main() {
     await waitFor(async () => (await managedContainersOf(server.pid)).length === 0, 15000,
       'removal of the containers').catch((e) => { failure ??= new Error(`LEAK: ${e.message}`); });
   }
-  if (failure) {
-    log(`FAILED: ${failure.stack ?? failure}`);
-    process.exitCode = 1;
-    return;
-  }
-  info.load_end = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  const { md, json } = report(info);
-  writeResults('figures', md, json);
+  finishBenchmark('figures', failure, info, report, log);
 }
 
 await main();

@@ -128,6 +128,19 @@ export function writeResults(name, md, json) {
   process.stdout.write(md);
 }
 
+// The end of a benchmark script: on `failure`, log it and exit non-zero; else stamp the load at
+// the end into `info` and write the report that `report(info)` builds as bench/results/<name>.*.
+export function finishBenchmark(name, failure, info, report, log) {
+  if (failure) {
+    log(`FAILED: ${failure.stack ?? failure}`);
+    process.exitCode = 1;
+    return;
+  }
+  info.load_end = os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  const { md, json } = report(info);
+  writeResults(name, md, json);
+}
+
 export const fmt = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 export const fmtRatio = (r) => (r >= 1 ? `${r.toFixed(1)}× faster` : `${(1 / r).toFixed(1)}× slower`);
 

@@ -10,8 +10,8 @@ import {
   SERVER_BIN, connectHttp, dockerGet, startHttpServer, stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
-  SCALE, callOk, docker, fmt, fmtRatio, machineInfo, managedContainersOf, summarize,
-  timed, writeResults,
+  SCALE, callOk, docker, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf,
+  summarize, timed,
 } from './lib.mjs';
 
 const IMAGE = process.env.SANDBOX_IMAGE_TAG || 'sandbox-mcp/python:latest';
@@ -146,14 +146,7 @@ async function main() {
         `removal of ${side.name}'s containers`).catch((e) => { failure ??= new Error(`LEAK: ${e.message}`); });
     }
   }
-  if (failure) {
-    log(`FAILED: ${failure.stack ?? failure}`);
-    process.exitCode = 1;
-    return;
-  }
-  info.load_end = os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  const { md, json } = report(info);
-  writeResults('preload', md, json);
+  finishBenchmark('preload', failure, info, report, log);
 }
 
 await main();
