@@ -39,6 +39,7 @@ add_library(mcp_tools STATIC
   tools/cleanup_session.cc
   tools/download_file.cc
   tools/exec_common.cc
+  tools/result_spill.cc
   tools/get_session_stats.cc
   tools/list_files.cc
   tools/list_sessions.cc

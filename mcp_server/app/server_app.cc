@@ -244,14 +244,8 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
         const auto* transport = http_transport.load();
         return transport != nullptr ? static_cast<double>(transport->sessionCount()) : 0.0;
       });
-  Serving serving{cfg,
-                  protocol,
-                  signals,
-                  drain,
-                  fleet,
-                  metrics_registry,
-                  server_endpoints,
-                  static_cast<std::size_t>(cfg.execution.max_concurrent) + 16,
+  Serving serving{cfg,           protocol,         signals,          drain,
+                  fleet,         metrics_registry, server_endpoints, requestWorkers(cfg),
                   http_transport};
   if (options.mode == Mode::kStdio) {
     serveStdio(serving);

@@ -40,6 +40,8 @@ transport::HttpTransportOptions httpOptions(const CliOptions& options,
   http.max_worker_threads = max_workers;
   http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);
   http.max_sessions = static_cast<std::size_t>(cfg.http.max_sessions);
+  http.max_requests_in_flight_per_session =
+      static_cast<std::size_t>(cfg.http.max_requests_in_flight_per_session);
   http.max_connections = static_cast<std::size_t>(cfg.http.max_connections);
   http.max_connections_per_address = static_cast<std::size_t>(cfg.http.max_connections_per_address);
   http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);

@@ -27,12 +27,21 @@ struct Serving {
   FleetEndpoints& fleet;
   metrics::Registry& registry;
   std::shared_ptr<server::ServerEndpoints> server_endpoints;
-  std::size_t max_workers;  // every running execution holds a worker; the rest answer at once
+  std::size_t max_workers;  // requestWorkers(config)
   // The HTTP transport while it exists (the MCP-sessions gauge reads it), else null.
   std::atomic<const transport::HttpTransport*>& http_transport;
 };
 
 // Both return once the transport stopped (signal, drain, end of input).
+// Worker threads for requests: requests that wait are answered later and hold none, so what holds
+// one is work the server's limits bound: a running execution, a sandbox being created, one call
+// per session (a transfer, a listing), plus headroom for requests that finish at once. Sized so
+// that one client at its limits leaves threads for everyone else.
+[[nodiscard]] inline std::size_t requestWorkers(const config::ServerConfig& config) {
+  return static_cast<std::size_t>(config.execution.max_concurrent) +
+         2 * static_cast<std::size_t>(config.sessions.max_sessions) + 16;
+}
+
 void serveStdio(Serving& serving);
 void serveHttp(const CliOptions& options, Serving& serving);
 

@@ -120,6 +120,11 @@ struct TasksConfig {
   std::int64_t default_ttl_ms = 10LL * 60 * 1000;
   std::int64_t max_ttl_ms = 60LL * 60 * 1000;
   std::int64_t poll_interval_ms = 500;  // suggested to clients polling tasks/get
+  // Serialized results one client keeps (finished, until fetched and expired), and all clients
+  // together. A result that does not fit keeps the first bytes of stdout and stderr; the whole
+  // streams are saved in the sandbox and linked (sandbox://...), as for output past the cap.
+  std::int64_t max_result_bytes_per_client = 8LL * 1024 * 1024;
+  std::int64_t max_result_bytes = 256LL * 1024 * 1024;
 };
 
 struct SessionsConfig {
@@ -151,6 +156,9 @@ struct HttpConfig {
   std::int64_t session_idle_timeout_s = 1800;
   // MCP sessions (initialize .. DELETE or idle expiry) open at once; past it initialize fails.
   std::int64_t max_sessions = 1024;
+  // Requests one MCP session has in flight (running, or waiting for their turn or a task's
+  // result); past it a request gets HTTP 429. Notifications and pings always pass.
+  std::int64_t max_requests_in_flight_per_session = 64;
   // Open connections in total and per peer IP address; past either a new one gets a 503.
   std::int64_t max_connections = 256;
   std::int64_t max_connections_per_address = 128;

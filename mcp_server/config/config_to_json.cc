@@ -68,6 +68,7 @@ json toJson(const ServerConfig& c) {
         {"max_connections", c.http.max_connections},
         {"max_connections_per_address", c.http.max_connections_per_address},
         {"max_sessions", c.http.max_sessions},
+        {"max_requests_in_flight_per_session", c.http.max_requests_in_flight_per_session},
         {"max_body_bytes_in_flight", c.http.max_body_bytes_in_flight},
         {"header_timeout_ms", c.http.header_timeout_ms},
         {"idle_timeout_ms", c.http.idle_timeout_ms}}},
@@ -97,7 +98,9 @@ json toJson(const ServerConfig& c) {
   document["tasks"] = {{"max_per_client", c.tasks.max_per_client},
                        {"default_ttl_ms", c.tasks.default_ttl_ms},
                        {"max_ttl_ms", c.tasks.max_ttl_ms},
-                       {"poll_interval_ms", c.tasks.poll_interval_ms}};
+                       {"poll_interval_ms", c.tasks.poll_interval_ms},
+                       {"max_result_bytes_per_client", c.tasks.max_result_bytes_per_client},
+                       {"max_result_bytes", c.tasks.max_result_bytes}};
   document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
   document["shutdown"] = {{"grace_s", c.shutdown.grace_s}};
   document["instance_id"] = c.instance_id;

@@ -14,6 +14,7 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   r.read("allowed_origins", out.allowed_origins);
   r.read("session_idle_timeout_s", out.session_idle_timeout_s);
   r.read("max_sessions", out.max_sessions);
+  r.read("max_requests_in_flight_per_session", out.max_requests_in_flight_per_session);
   r.read("max_connections", out.max_connections);
   r.read("max_connections_per_address", out.max_connections_per_address);
   r.read("header_timeout_ms", out.header_timeout_ms);
@@ -26,6 +27,8 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   requireAtLeast(out.max_body_bytes, 1024, "http.max_body_bytes");
   requireAtLeast(out.session_idle_timeout_s, 1, "http.session_idle_timeout_s");
   requireAtLeast(out.max_sessions, 1, "http.max_sessions");
+  requireAtLeast(out.max_requests_in_flight_per_session, 1,
+                 "http.max_requests_in_flight_per_session");
   requireAtLeast(out.max_connections, 1, "http.max_connections");
   requireAtLeast(out.max_connections_per_address, 1, "http.max_connections_per_address");
   requireAtLeast(out.header_timeout_ms, 100, "http.header_timeout_ms");

@@ -43,6 +43,12 @@ json makeError(const json& id, int code, const std::string& message, const json&
   return json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
 }
 
+std::shared_ptr<Reply> CallContext::answerLater() {
+  if (!may_answer_later || !transport.answer_later) return nullptr;
+  if (!later_) later_ = std::make_shared<Reply>(id, method, transport.answer_later);
+  return later_;
+}
+
 void Dispatcher::onRequest(const std::string& method, RequestHandler handler) {
   requests_[method] = std::move(handler);
 }
@@ -52,19 +58,20 @@ void Dispatcher::onNotification(const std::string& method, NotificationHandler h
 }
 
 std::optional<json> Dispatcher::handle(const json& message, RequestContext& ctx) const {
-  if (!message.is_array()) return handleOne(message, ctx);
+  if (!message.is_array()) return handleOne(message, ctx, false);
   if (message.empty()) {
     return makeError(nullptr, kInvalidRequest, "Invalid Request: an empty batch is not allowed");
   }
   json replies = json::array();
   for (const auto& item : message) {
-    if (auto reply = handleOne(item, ctx)) replies.push_back(std::move(*reply));
+    if (auto reply = handleOne(item, ctx, true)) replies.push_back(std::move(*reply));
   }
   if (replies.empty()) return std::nullopt;
   return replies;
 }
 
-std::optional<json> Dispatcher::handleOne(const json& message, RequestContext& ctx) const {
+std::optional<json> Dispatcher::handleOne(const json& message, RequestContext& ctx,
+                                          bool in_batch) const {
   if (message.is_object() && isResponse(message)) return std::nullopt;
   if (auto problem = describeEnvelopeProblem(message); !problem.empty()) {
     json id = nullptr;
@@ -98,17 +105,15 @@ std::optional<json> Dispatcher::handleOne(const json& message, RequestContext& c
   if (it == requests_.end()) {
     return makeError(id, kMethodNotFound, "Method not found: " + method);
   }
-  CallContext call{id, ctx};
-  try {
-    return makeResult(id, it->second(params, call));
-  } catch (const Error& e) {
-    return makeError(id, e.code(), e.what(), e.data());
-  } catch (const json::exception& e) {
-    return makeError(id, kInvalidParams, std::string("Invalid params: ") + e.what());
-  } catch (const std::exception& e) {
-    spdlog::error("{} failed: {}", method, e.what());
-    return makeError(id, kInternalError, std::string("Internal error: ") + e.what());
-  }
+  CallContext call{id, ctx, method};
+  call.may_answer_later = !in_batch;
+  json response = respond(id, method, [&] { return it->second(params, call); });
+  const auto& later = call.laterReply();
+  if (!later) return response;
+  // Answered through the Reply, now or later; a handler that threw after deferring answers here.
+  if (response.contains("error")) later->answer(std::move(response));
+  ctx.answered_later = true;
+  return std::nullopt;
 }
 
 }  // namespace jsonrpc

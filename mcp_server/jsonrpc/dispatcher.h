@@ -10,12 +10,29 @@
 #include <unordered_map>
 
 #include "jsonrpc/endpoint.h"
+#include "jsonrpc/reply.h"
 
 namespace jsonrpc {
 
 struct CallContext {
+  CallContext(const json& request_id, RequestContext& request_transport,
+              std::string request_method = {})
+      : id(request_id), transport(request_transport), method(std::move(request_method)) {}
+
   const json& id;             // the request id; null for notifications
   RequestContext& transport;  // per-message transport services (notify, peer)
+  std::string method;
+
+  // The request will be answered later through the returned Reply; whatever the handler returns
+  // is then ignored. nullptr when the answer must be returned now (a batch element, or a
+  // transport without RequestContext::answer_later): the handler then waits on its own thread.
+  [[nodiscard]] std::shared_ptr<Reply> answerLater();
+  [[nodiscard]] const std::shared_ptr<Reply>& laterReply() const noexcept { return later_; }
+
+  bool may_answer_later = false;  // set by the dispatcher
+
+ private:
+  std::shared_ptr<Reply> later_;
 };
 
 class Dispatcher {
@@ -30,7 +47,8 @@ class Dispatcher {
   [[nodiscard]] std::optional<json> handle(const json& message, RequestContext& ctx) const;
 
  private:
-  [[nodiscard]] std::optional<json> handleOne(const json& message, RequestContext& ctx) const;
+  [[nodiscard]] std::optional<json> handleOne(const json& message, RequestContext& ctx,
+                                              bool in_batch) const;
 
   std::unordered_map<std::string, RequestHandler> requests_;
   std::unordered_map<std::string, NotificationHandler> notifications_;

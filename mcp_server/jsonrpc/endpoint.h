@@ -30,6 +30,20 @@ struct RequestContext {
   std::string peer;
   // The token Endpoint::admit() returned for this message, if any: the request's cancellation.
   std::shared_ptr<CancelToken> cancel;
+
+  // Answers given later (jsonrpc::Reply): set by transports that can deliver a response from any
+  // thread after handle() returned, so that a request that waits holds no worker thread. Takes
+  // the response, or nullopt for none. Empty: every answer is handle()'s return value.
+  std::function<void(std::optional<json> response)> answer_later;
+  // Runs a job on one of the transport's worker threads, for a request whose wait is over and
+  // whose work may block; false when the transport is shutting down. Set with answer_later.
+  std::function<bool(std::function<void()> job)> run_on_worker;
+  // Fires when the connection that would carry the answer is gone (an HTTP client hung up while
+  // its request waited). A wait ends then; work the request started goes on (MCP: a disconnection
+  // is not a cancellation). May be null.
+  std::shared_ptr<CancelToken> abandoned;
+  // Set by the dispatcher: handle() returned nullopt because the answer goes to answer_later.
+  bool answered_later = false;
 };
 
 class Endpoint {

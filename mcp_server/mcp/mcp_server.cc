@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "jsonrpc/errors.h"
+#include "mcp/parked_request.h"
 #include "mcp/tool_wire.h"
 
 namespace mcp {
@@ -67,13 +68,13 @@ bool isSupportedProtocolVersion(const std::string& version) {
 
 std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
   return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_, metrics_,
-                                       &announcements_);
+                                       &announcements_, &task_result_bytes_);
 }
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
                          server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                          server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics,
-                         Announcements* announcements)
+                         Announcements* announcements, ResultBytes* task_result_bytes)
     : owner_(std::move(owner)),
       config_(config),
       sessions_(sessions),
@@ -81,7 +82,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
       metrics_(metrics),
       announcements_(announcements),
       resources_(sessions, config),
-      tasks_(owner_, config, sessions, lanes_, task_threads, metrics) {
+      tasks_(owner_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
@@ -198,33 +199,77 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
     const tools::Tool* tool = tools_.find(name->get<std::string>());
     if (tool != nullptr) return startTask(*tool, params, arguments, std::move(lane_key), call);
   }  // an unknown tool gets the usual error below
-  const auto token = cancelTokenFor(call);
-  CancelToken& cancel = *token;
-  // Wait for earlier calls and tasks naming the same session (the transport keeps arrival order).
-  auto place = lanes_.enqueue(lane_key);
-  if (!place.waitTurn(cancel)) return cancelledBeforeItRan(lane_key);
-
   const tools::Tool* tool = tools_.find(name->get<std::string>());
   if (tool == nullptr) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "Unknown tool: " + name->get<std::string>() +
                                                       " (available: " + tools_.names() + ")");
   }
+  const auto token = cancelTokenFor(call);
+  // Wait for earlier calls and tasks naming the same session (the transport keeps arrival order).
+  auto place = lanes_.enqueue(lane_key);
+  if (!place.isFirst()) {
+    if (auto reply = call.answerLater(); reply && call.transport.run_on_worker) {
+      waitTurnLater(*tool, params, std::move(place), token, std::move(reply), call.transport);
+      return json();
+    }
+    if (!place.waitTurn(*token)) return cancelledBeforeItRan(lane_key);  // a batch element
+  }
+  return runTool(*tool, params, arguments, *token, call.transport);
+}
+
+void McpEndpoint::waitTurnLater(const tools::Tool& tool, const json& params,
+                                SessionLanes::Place place, std::shared_ptr<CancelToken> token,
+                                std::shared_ptr<jsonrpc::Reply> reply,
+                                const jsonrpc::RequestContext& transport) {
+  auto parked = std::make_shared<ParkedRequest>(std::move(reply));
+  auto shared_place = std::make_shared<SessionLanes::Place>(std::move(place));
+  auto request = std::make_shared<jsonrpc::RequestContext>(transport);  // notify, cancel, ...
+  auto shared_params = std::make_shared<json>(params);  // the transport's copy goes meanwhile
+  const std::string lane_key = sessionKey(params);
+  shared_place->whenTurn([this, &tool, parked, shared_place, request, shared_params, token] {
+    if (!parked->claim()) return;
+    const bool queued =
+        request->run_on_worker([this, &tool, parked, shared_place, request, shared_params, token] {
+          parked->reply().complete([&] {
+            static const json kNoArguments = json::object();
+            const auto given = shared_params->find("arguments");
+            const json& arguments = given != shared_params->end() ? *given : kNoArguments;
+            return runTool(tool, *shared_params, arguments, *token, *request);
+          });
+          shared_place->leave();
+        });
+    if (!queued) {
+      shared_place->leave();
+      parked->reply().complete([]() -> json {
+        throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the server is shutting down");
+      });
+    }
+  });
+  // Only the client's cancellation ends this wait early: a call whose connection went away still
+  // runs when its turn comes (MCP: a disconnection is not a cancellation).
+  parked->watch(token, nullptr, [shared_place, lane_key](ParkedRequest& ended, bool) {
+    shared_place->leave();
+    ended.reply().complete([&lane_key] { return cancelledBeforeItRan(lane_key); });
+  });
+}
+
+json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const json& arguments,
+                          CancelToken& cancel, jsonrpc::RequestContext& transport) {
   std::optional<Announcements::Subscription> notices;
   if (announcements_ != nullptr) {
     notices.emplace(announcements_->listen(
-        [this, &call](const std::string& text) { serverNotice(call.transport, text); }));
+        [this, &transport](const std::string& text) { serverNotice(transport, text); }));
   }
-  RequestUpdates updates(call.transport.notify, progressToken(params), clientLogsOutput());
+  RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput());
   tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_};
   const auto started = std::chrono::steady_clock::now();
-  tools::ToolResult result = tools::callTool(*tool, arguments, ctx);
+  tools::ToolResult result = tools::callTool(tool, arguments, ctx);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool->spec.name, ms,
+  spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool.spec.name, ms,
                 result.is_error);
   result.meta[std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
-  if (result.is_error)
-    clientLog(call.transport, "warning", tool->spec.name + " failed: " + result.text);
+  if (result.is_error) clientLog(transport, "warning", tool.spec.name + " failed: " + result.text);
   return toCallResult(std::move(result));
 }
 

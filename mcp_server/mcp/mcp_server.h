@@ -36,7 +36,8 @@ class McpServer : public jsonrpc::EndpointFactory {
         sessions_(sessions),
         tools_(tools),
         metrics_(metrics),
-        task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)) {}
+        task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
+        task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {}
 
   std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
 
@@ -56,6 +57,7 @@ class McpServer : public jsonrpc::EndpointFactory {
   const tools::ToolMetrics* metrics_;
   Announcements announcements_;
   server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
+  ResultBytes task_result_bytes_;        // task results all clients keep
 };
 
 class McpEndpoint : public jsonrpc::Endpoint {
@@ -63,7 +65,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
   McpEndpoint(std::string owner, const config::ServerConfig& config,
               server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
               server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics = nullptr,
-              Announcements* announcements = nullptr);
+              Announcements* announcements = nullptr, ResultBytes* task_result_bytes = nullptr);
   ~McpEndpoint() override;
 
   std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
@@ -78,6 +80,15 @@ class McpEndpoint : public jsonrpc::Endpoint {
  private:
   jsonrpc::json initialize(const jsonrpc::json& params);
   jsonrpc::json callTool(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  // A tools/call behind an earlier call or task to the same session: parked without a thread
+  // until its turn, then run on a transport worker and answered through `reply`.
+  void waitTurnLater(const tools::Tool& tool, const jsonrpc::json& params,
+                     SessionLanes::Place place, std::shared_ptr<CancelToken> token,
+                     std::shared_ptr<jsonrpc::Reply> reply,
+                     const jsonrpc::RequestContext& transport);
+  jsonrpc::json runTool(const tools::Tool& tool, const jsonrpc::json& params,
+                        const jsonrpc::json& arguments, CancelToken& cancel,
+                        jsonrpc::RequestContext& transport);
   // A task-augmented tools/call (params.task): answers with the CreateTaskResult at once.
   jsonrpc::json startTask(const tools::Tool& tool, const jsonrpc::json& params,
                           const jsonrpc::json& arguments, std::string lane_key,

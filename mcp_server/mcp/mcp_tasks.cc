@@ -43,6 +43,11 @@ void McpEndpoint::registerTaskMethods() {
   dispatcher_.onRequest("tasks/result", [this](const json& params, jsonrpc::CallContext& call) {
     requireInitialized();
     const auto cancel = cancelTokenFor(call);  // notifications/cancelled ends the wait
+    if (auto reply = call.answerLater()) {     // waits holding no thread
+      tasks_.resultLater(params, call.transport.notify, std::move(reply), cancel,
+                         call.transport.abandoned);
+      return json();
+    }
     return tasks_.result(params, call.transport.notify, *cancel);
   });
   dispatcher_.onRequest("tasks/list", [this](const json& params, auto&) {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,13 @@ class SessionLanes {
     // Blocks until this place is first in its line; false (and the place is left) when `cancel`
     // fires first. A place without a line (empty key) goes at once.
     [[nodiscard]] bool waitTurn(CancelToken& cancel);
+    // True when this place is first in its line now (a place without a line always is).
+    [[nodiscard]] bool isFirst() const;
+    // Runs `go` once, when this place is first in its line, without a thread waiting for it: at
+    // once on this thread when it is first already, else on the thread whose leave() makes it
+    // first (so `go` must be quick: hand work to a thread of its own). A place left before its
+    // turn never runs it.
+    void whenTurn(std::function<void()> go);
     void leave() noexcept;
 
    private:
@@ -59,10 +67,15 @@ class SessionLanes {
   [[nodiscard]] std::size_t lineCount();
 
  private:
+  struct Waiting {
+    std::uint64_t number;
+    std::function<void()> go;  // whenTurn(); empty for a blocking waitTurn() or none yet
+  };
+
   std::mutex mutex_;
   std::condition_variable moved_;
   std::uint64_t next_number_ = 1;
-  std::unordered_map<std::string, std::deque<std::uint64_t>> lines_;
+  std::unordered_map<std::string, std::deque<Waiting>> lines_;
 };
 
 }  // namespace mcp

@@ -103,7 +103,9 @@ json SessionResources::read(const std::string& owner, const json& params) const 
   const std::uint64_t wanted = std::min(where.length.value_or(max_read), max_read);
   sandbox::FileRange range;
   try {
-    auto session = sessions_.find(owner, where.session_id);
+    // Never waits for a sandbox still being created: that can take minutes, on a worker thread.
+    auto session =
+        sessions_.find(owner, where.session_id, server::SessionRegistry::IfStarting::kRefuse);
     server::SessionUse use(session);
     range = session->sandbox().readFileRange(where.path, offset, static_cast<std::size_t>(wanted));
   } catch (const sandbox::SandboxError& e) {

@@ -5,9 +5,12 @@
 #include <system_error>
 #include <vector>
 
+#include "common/json_codec.h"
 #include "jsonrpc/errors.h"
+#include "mcp/parked_request.h"
 #include "mcp/tool_wire.h"
 #include "server/session_registry.h"
+#include "tools/result_spill.h"
 
 namespace mcp {
 namespace {
@@ -15,6 +18,8 @@ namespace {
 using json = nlohmann::json;
 
 const char* kImmediateResponseKey = "io.modelcontextprotocol/model-immediate-response";
+// What a result too big for the budgets keeps of stdout and of stderr.
+constexpr std::size_t kKeptStreamBytes = 16 * 1024;
 
 TaskLimits limitsFrom(const config::ServerConfig& config) {
   TaskLimits limits;
@@ -22,6 +27,7 @@ TaskLimits limitsFrom(const config::ServerConfig& config) {
   limits.default_ttl = std::chrono::milliseconds(config.tasks.default_ttl_ms);
   limits.max_ttl = std::chrono::milliseconds(config.tasks.max_ttl_ms);
   limits.poll_interval = std::chrono::milliseconds(config.tasks.poll_interval_ms);
+  limits.max_result_bytes = static_cast<std::size_t>(config.tasks.max_result_bytes_per_client);
   return limits;
 }
 
@@ -59,53 +65,49 @@ json cancelledBeforeStart() {
 
 TaskRunner::TaskRunner(const std::string& owner, const config::ServerConfig& config,
                        server::SessionRegistry& sessions, SessionLanes& lanes,
-                       server::ExecutionSlots& threads, const tools::ToolMetrics* metrics)
+                       server::ExecutionSlots& threads, const tools::ToolMetrics* metrics,
+                       ResultBytes* server_result_bytes)
     : owner_(owner),
       config_(config),
       sessions_(sessions),
       metrics_(metrics),
       lanes_(lanes),
       threads_(threads),
-      store_(limitsFrom(config)) {}
+      store_(limitsFrom(config), TaskStore::Clock::now, server_result_bytes) {}
 
 TaskRunner::~TaskRunner() { shutdown(); }
 
 json TaskRunner::start(Start request) {
   const auto ttl = requestedTtl(request.task_params);
-  auto thread_slot = threads_.tryClaim();
-  if (!thread_slot) {
-    throw jsonrpc::Error(jsonrpc::kInvalidRequest,
-                         "busy: " + std::to_string(threads_.capacity()) +
-                             " tasks are already running on this server (execution."
-                             "max_concurrent). Retry in a moment, or call without params.task.");
-  }
-  std::lock_guard lock(mutex_);
-  if (stopped_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
-  reap();
-  json task = store_.create(ttl);
   auto running = std::make_shared<Running>();
-  running->id = task["taskId"].get<std::string>();
-  // The outbox outlives the thread: a tasks/result may come for the queued messages later.
-  running->outbox = std::make_shared<TaskOutbox>(
-      std::move(request.direct_notify),
-      static_cast<std::size_t>(config_.execution.max_output_bytes) * 2);
-  // Taken now, while the transport still holds this session's later requests back.
-  SessionLanes::Place place = lanes_.enqueue(request.lane_key);
-  try {
-    running->thread = std::thread(
-        [this, running, &tool = request.tool, arguments = std::move(request.arguments),
-         progress = std::move(request.progress_token), logs = request.client_logs_output,
-         place = std::move(place), slot = std::move(*thread_slot)]() mutable {
-          run(running, tool, arguments, progress, logs, place);
-        });
-  } catch (const std::system_error& e) {
-    spdlog::error("task {}: cannot start a thread: {}", running->id, e.what());
-    store_.finish(running->id, toCallResult(tools::ToolResult::failure(
-                                   std::string("The server could not start the task (") + e.what() +
-                                   "); retry later, or call without params.task.")));
-    running->done = true;
+  json task;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+    reap();
+    task = store_.create(ttl);  // bounded per client: tasks.max_per_client, queued ones included
+    running->id = task["taskId"].get<std::string>();
+    // The outbox outlives the thread: a tasks/result may come for the queued messages later.
+    running->outbox = std::make_shared<TaskOutbox>(
+        std::move(request.direct_notify),
+        static_cast<std::size_t>(config_.execution.max_output_bytes) * 2);
+    running_.emplace(running->id, running);
   }
-  running_.emplace(running->id, running);
+  auto what = std::make_shared<Launch>(Launch{request.tool, std::move(request.arguments),
+                                              std::move(request.progress_token),
+                                              request.client_logs_output});
+  // Taken now, while the transport still holds this session's later requests back; the task
+  // waits there without a thread.
+  auto place = std::make_shared<SessionLanes::Place>(lanes_.enqueue(request.lane_key));
+  // Cancelled while it waits: it leaves the line and ends without running.
+  running->cancel.subscribe([this, weak = std::weak_ptr<Running>(running), place] {
+    auto queued = weak.lock();
+    if (!queued || queued->launched.exchange(true)) return;
+    place->leave();
+    finishTask(*queued, cancelledBeforeStart());
+    queued->done = true;
+  });
+  place->whenTurn([this, running, what, place] { launch(running, what, place); });
   spdlog::debug("task {} started for {}", running->id, request.tool.spec.name);
   return json{{"task", std::move(task)},
               {"_meta",
@@ -115,37 +117,107 @@ json TaskRunner::start(Start request) {
                      "tool result; tasks/cancel stops it."}}}};
 }
 
-void TaskRunner::run(const std::shared_ptr<Running>& task, const tools::Tool& tool,
-                     const json& arguments, const json& progress_token, bool client_logs_output,
+void TaskRunner::launch(const std::shared_ptr<Running>& task, const std::shared_ptr<Launch>& what,
+                        const std::shared_ptr<SessionLanes::Place>& place) {
+  if (task->launched.exchange(true)) return;  // cancelled while it waited
+  const auto end = [&](json result) {
+    place->leave();
+    finishTask(*task, std::move(result));
+    task->done = true;
+  };
+  auto slot = threads_.tryClaim();
+  if (!slot) {
+    end(toCallResult(tools::ToolResult::failure(
+        "busy: " + std::to_string(threads_.capacity()) +
+        " tasks are running on this server (execution.max_concurrent) when this one's turn "
+        "came; nothing ran. Start it again in a moment.")));
+    return;
+  }
+  std::string failure;
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopped_) {
+      try {
+        task->thread = std::thread([this, task, what, place, slot = std::move(*slot)]() mutable {
+          run(task, *what, *place);
+        });
+        return;
+      } catch (const std::system_error& e) {
+        failure = e.what();
+      }
+    }
+  }
+  // Outside mutex_: leaving the line may launch the next task, which takes it.
+  if (failure.empty()) {  // shutting down: the store is closed, nothing to keep
+    place->leave();
+    task->done = true;
+    return;
+  }
+  spdlog::error("task {}: cannot start a thread: {}", task->id, failure);
+  end(toCallResult(tools::ToolResult::failure("The server could not start the task (" + failure +
+                                              "); retry later, or call without params.task.")));
+}
+
+void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
                      SessionLanes::Place& place) {
   const std::string& id = task->id;
   json result;
-  if (!place.waitTurn(task->cancel)) {
-    result = cancelledBeforeStart();
-  } else {
-    auto outbox = task->outbox;
-    // MCP: every notification about a task names it in _meta.
-    auto notify = [outbox, id](const json& message) {
-      json tagged = message;
-      tagged["params"]["_meta"][kRelatedTaskMetaKey] = {{"taskId", id}};
-      outbox->send(tagged);
-    };
-    RequestUpdates updates(notify, progress_token, client_logs_output);
-    tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, updates, metrics_};
-    try {
-      result = toCallResult(tools::callTool(tool, arguments, ctx));
-    } catch (const std::exception& e) {  // callTool catches the tool's own; this is rendering
-      result = toCallResult(tools::ToolResult::failure(std::string("Internal error in ") +
-                                                       tool.spec.name + ": " + e.what()));
-    }
+  auto outbox = task->outbox;
+  // MCP: every notification about a task names it in _meta.
+  auto notify = [outbox, id](const json& message) {
+    json tagged = message;
+    tagged["params"]["_meta"][kRelatedTaskMetaKey] = {{"taskId", id}};
+    outbox->send(tagged);
+  };
+  RequestUpdates updates(notify, what.progress_token, what.client_logs_output);
+  tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, updates, metrics_};
+  try {
+    result = keepable(id, tools::callTool(what.tool, what.arguments, ctx));
+  } catch (const std::exception& e) {  // callTool catches the tool's own; this is rendering
+    result = toCallResult(tools::ToolResult::failure(std::string("Internal error in ") +
+                                                     what.tool.spec.name + ": " + e.what()));
   }
   place.leave();  // the session's next call may start
-  if (auto finished = store_.finish(id, std::move(result))) {
-    spdlog::debug("task {} {}", id, (*finished)["status"].get<std::string>());
-    task->outbox->send(
+  finishTask(*task, std::move(result));
+  task->done = true;
+}
+
+void TaskRunner::finishTask(Running& task, json result) {
+  if (auto finished = store_.finish(task.id, std::move(result))) {
+    spdlog::debug("task {} {}", task.id, (*finished)["status"].get<std::string>());
+    task.outbox->send(
         json{{"jsonrpc", "2.0"}, {"method", "notifications/tasks/status"}, {"params", *finished}});
   }
-  task->done = true;
+}
+
+json TaskRunner::keepable(const std::string& task_id, tools::ToolResult result) {
+  json call_result = toCallResult(result);
+  std::size_t bytes = common::dumpJson(call_result).size();
+  if (store_.reserveResultBytes(task_id, bytes)) return call_result;
+  // Too big to keep for the client: the streams go to the sandbox, a link stays.
+  const std::string session_id = result.structured.value("session_id", "");
+  try {
+    if (session_id.empty()) throw std::runtime_error("the result names no session");
+    auto session = sessions_.find(owner_, session_id);
+    tools::spillExecOutput(result, *session, "task-" + task_id, kKeptStreamBytes);
+  } catch (const std::exception& e) {
+    spdlog::warn("task {}: cannot save its large output in the sandbox: {}", task_id, e.what());
+    result = tools::ToolResult::failure(
+        "The task finished, but its result (" + std::to_string(bytes) +
+        " bytes) is larger than the server keeps for a client (tasks.max_result_bytes_per_client) "
+        "and its session is gone, so its output could not be saved there (" +
+        e.what() + "). Run it again without params.task, or print less.");
+  }
+  call_result = toCallResult(std::move(result));
+  bytes = common::dumpJson(call_result).size();
+  (void)store_.reserveResultBytes(task_id, bytes, true);  // as small as it gets
+  return call_result;
+}
+
+std::shared_ptr<TaskOutbox> TaskRunner::outboxOf(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  const auto it = running_.find(id);
+  return it != running_.end() ? it->second->outbox : nullptr;
 }
 
 json TaskRunner::get(const json& params) { return store_.get(taskIdOf(params, "tasks/get")); }
@@ -153,11 +225,7 @@ json TaskRunner::get(const json& params) { return store_.get(taskIdOf(params, "t
 json TaskRunner::result(const json& params, const std::function<void(const json&)>& notify,
                         CancelToken& stop) {
   const std::string id = taskIdOf(params, "tasks/result");
-  std::shared_ptr<TaskOutbox> outbox;
-  {
-    std::lock_guard lock(mutex_);
-    if (const auto it = running_.find(id); it != running_.end()) outbox = it->second->outbox;
-  }
+  std::shared_ptr<TaskOutbox> outbox = outboxOf(id);
   std::uint64_t listener = 0;
   if (outbox && notify) listener = outbox->attach(notify);
   struct Detach {
@@ -168,6 +236,47 @@ json TaskRunner::result(const json& params, const std::function<void(const json&
     }
   } detach{outbox.get(), listener};
   return store_.waitResult(id, stop);
+}
+
+void TaskRunner::resultLater(const json& params, const std::function<void(const json&)>& notify,
+                             std::shared_ptr<jsonrpc::Reply> reply,
+                             const std::shared_ptr<CancelToken>& cancel,
+                             const std::shared_ptr<CancelToken>& abandoned) {
+  const std::string id = taskIdOf(params, "tasks/result");
+  const std::shared_ptr<TaskOutbox> outbox = outboxOf(id);
+  // The task's notifications ride on this request's stream while it waits.
+  const std::uint64_t listener = outbox && notify ? outbox->attach(notify) : 0;
+  const auto stopListening = [outbox, listener] {
+    if (outbox && listener != 0) outbox->detach(listener);
+  };
+  auto parked = std::make_shared<ParkedRequest>(std::move(reply));
+  std::uint64_t waiter = 0;
+  try {
+    waiter = store_.whenResult(id, [parked, stopListening](const TaskStore::Outcome& outcome) {
+      if (!parked->claim()) return;
+      stopListening();
+      parked->reply().complete(outcome);
+    });
+  } catch (...) {
+    stopListening();
+    throw;
+  }
+  if (waiter == 0) return;  // answered already
+  parked->watch(cancel, abandoned,
+                [this, waiter, id, stopListening](ParkedRequest& ended, bool by_client) {
+                  store_.dropWaiter(waiter);
+                  stopListening();
+                  if (!by_client) {
+                    ended.reply().drop();
+                    return;
+                  }
+                  ended.reply().complete([&id]() -> json {
+                    throw jsonrpc::Error(jsonrpc::kInvalidRequest,
+                                         "tasks/result was cancelled before task '" + id +
+                                             "' finished; the task keeps running (tasks/get "
+                                             "shows it)");
+                  });
+                });
 }
 
 json TaskRunner::list(const json& params) {

@@ -1,8 +1,10 @@
 // Task-augmented tools/call for one client connection (MCP 2025-11-25 tasks): start() answers at
 // once with a CreateTaskResult and runs the tool on a thread of its own; tasks/get, tasks/result,
 // tasks/list and tasks/cancel read and steer the connection's TaskStore. A task keeps its place in
-// its sandbox session's line (SessionLanes), holds an execution slot like any call while it runs,
-// and one of the server's task threads (`threads`) from start to end.
+// its sandbox session's line (SessionLanes) and waits there holding nothing: its thread, one of
+// the server's task threads (`threads`), is taken when its turn comes (none free: it fails with
+// "busy"), and it holds an execution slot like any call while it runs. A tasks/result that waits
+// holds no thread either (jsonrpc::Reply).
 // Thread-safe. shutdown() (or destruction) cancels every task and joins every thread.
 #pragma once
 
@@ -18,6 +20,7 @@
 
 #include "common/cancel_token.h"
 #include "config/config.h"
+#include "jsonrpc/reply.h"
 #include "mcp/session_lanes.h"
 #include "mcp/task_outbox.h"
 #include "mcp/task_store.h"
@@ -37,7 +40,8 @@ class TaskRunner {
 
   TaskRunner(const std::string& owner, const config::ServerConfig& config,
              server::SessionRegistry& sessions, SessionLanes& lanes,
-             server::ExecutionSlots& threads, const tools::ToolMetrics* metrics = nullptr);
+             server::ExecutionSlots& threads, const tools::ToolMetrics* metrics = nullptr,
+             ResultBytes* server_result_bytes = nullptr);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -60,6 +64,13 @@ class TaskRunner {
   // Blocks until the task's result is in; its notifications go to `notify` meanwhile (when set).
   json result(const json& params, const std::function<void(const json&)>& notify,
               CancelToken& stop);
+  // The same without a thread: `reply` gets the result when it comes. `cancel` (the client's
+  // notifications/cancelled) answers with an error, `abandoned` (its connection went away) drops
+  // the wait; the task goes on either way. Throws jsonrpc::Error for an unknown task at once.
+  void resultLater(const json& params, const std::function<void(const json&)>& notify,
+                   std::shared_ptr<jsonrpc::Reply> reply,
+                   const std::shared_ptr<CancelToken>& cancel,
+                   const std::shared_ptr<CancelToken>& abandoned);
   json list(const json& params);
   json cancel(const json& params);
 
@@ -71,11 +82,27 @@ class TaskRunner {
     CancelToken cancel;
     std::shared_ptr<TaskOutbox> outbox;
     std::thread thread;
+    std::atomic<bool> launched{false};  // its turn came (or it was cancelled while queued)
     std::atomic<bool> done{false};
   };
+  // What a queued task needs once its turn comes.
+  struct Launch {
+    const tools::Tool& tool;
+    json arguments;
+    json progress_token;
+    bool client_logs_output = false;
+  };
 
-  void run(const std::shared_ptr<Running>& task, const tools::Tool& tool, const json& arguments,
-           const json& progress_token, bool client_logs_output, SessionLanes::Place& place);
+  // Its turn came: takes a task thread and starts it, or ends the task (cancelled, busy).
+  void launch(const std::shared_ptr<Running>& task, const std::shared_ptr<Launch>& what,
+              const std::shared_ptr<SessionLanes::Place>& place);
+  void run(const std::shared_ptr<Running>& task, const Launch& what, SessionLanes::Place& place);
+  // Stores a task's result and tells its client the status changed.
+  void finishTask(Running& task, json result);
+  // The tool's result as it will be kept: within the result budgets, spilled to the sandbox first
+  // when it does not fit.
+  json keepable(const std::string& task_id, tools::ToolResult result);
+  [[nodiscard]] std::shared_ptr<TaskOutbox> outboxOf(const std::string& id);
   void reap();  // mutex_ held: joins finished threads, forgets tasks the store forgot
 
   const std::string owner_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <vector>
 
 #include "common/random_id.h"
 #include "jsonrpc/errors.h"
@@ -48,11 +49,38 @@ const char* toString(TaskStatus status) noexcept {
   return "working";
 }
 
-TaskStore::TaskStore(TaskLimits limits, std::function<Clock::time_point()> now)
+TaskStore::TaskStore(TaskLimits limits, std::function<Clock::time_point()> now,
+                     ResultBytes* server_bytes)
     : limits_(limits),
       now_(std::move(now)),
+      server_bytes_(server_bytes),
       steady_epoch_(now_()),
       wall_epoch_(std::chrono::system_clock::now()) {}
+
+TaskStore::~TaskStore() { close(); }
+
+bool TaskStore::reserveResultBytes(const std::string& id, std::size_t bytes, bool force) {
+  std::lock_guard lock(mutex_);
+  sweep();
+  const auto it = tasks_.find(id);
+  if (it == tasks_.end()) return true;  // gone: nothing will be kept
+  if (!force && result_bytes_ + bytes > limits_.max_result_bytes) return false;
+  if (server_bytes_ != nullptr && !server_bytes_->tryAdd(bytes, force)) return false;
+  result_bytes_ += bytes;
+  it->second.result_bytes += bytes;
+  return true;
+}
+
+std::size_t TaskStore::resultBytes() {
+  std::lock_guard lock(mutex_);
+  sweep();
+  return result_bytes_;
+}
+
+void TaskStore::forget(const Record& record) {
+  result_bytes_ -= std::min(record.result_bytes, result_bytes_);
+  if (server_bytes_ != nullptr) server_bytes_->remove(record.result_bytes);
+}
 
 nlohmann::json TaskStore::create(std::optional<std::int64_t> requested_ttl_ms) {
   std::chrono::milliseconds ttl = limits_.default_ttl;
@@ -118,7 +146,7 @@ nlohmann::json TaskStore::list(const std::optional<std::string>& cursor) {
 }
 
 std::optional<nlohmann::json> TaskStore::finish(const std::string& id, json call_result) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   const auto it = tasks_.find(id);
   if (it == tasks_.end()) return std::nullopt;
   Record& record = it->second;
@@ -132,7 +160,21 @@ std::optional<nlohmann::json> TaskStore::finish(const std::string& id, json call
   }
   record.result = std::move(call_result);
   changed_.notify_all();
-  return toJson(record);
+  std::vector<ResultWaiter> ready;
+  for (auto w = waiters_.begin(); w != waiters_.end();) {
+    if (w->second.task_id != id) {
+      ++w;
+      continue;
+    }
+    ready.push_back(std::move(w->second.deliver));
+    w = waiters_.erase(w);
+  }
+  json task = toJson(record);
+  if (ready.empty()) return task;
+  const json result = takeResult(record);
+  lock.unlock();  // waiters answer their requests: never under the store's mutex
+  for (const auto& deliver : ready) deliver([&result] { return result; });
+  return task;
 }
 
 nlohmann::json TaskStore::cancel(const std::string& id) {
@@ -161,12 +203,7 @@ nlohmann::json TaskStore::waitResult(const std::string& id, CancelToken& stop) {
   for (;;) {
     if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
     Record& record = find(id);  // it may have expired while we waited
-    if (record.result) {
-      record.result_fetched = true;
-      json result = *record.result;
-      result["_meta"][kRelatedTaskMetaKey] = {{"taskId", record.id}};
-      return result;
-    }
+    if (record.result) return takeResult(record);
     if (stop.cancelled()) {
       throw jsonrpc::Error(jsonrpc::kInvalidRequest,
                            "tasks/result was cancelled before task '" + record.id +
@@ -176,12 +213,49 @@ nlohmann::json TaskStore::waitResult(const std::string& id, CancelToken& stop) {
   }
 }
 
-void TaskStore::close() {
+std::uint64_t TaskStore::whenResult(const std::string& id, ResultWaiter deliver) {
+  std::unique_lock lock(mutex_);
+  if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+  sweep();
+  Record& record = find(id);  // unknown ids fail at once
+  if (!record.result) {
+    const std::uint64_t key = next_waiter_++;
+    waiters_.emplace(key, Waiter{id, std::move(deliver)});
+    return key;
+  }
+  const json result = takeResult(record);
+  lock.unlock();
+  deliver([&result] { return result; });
+  return 0;
+}
+
+bool TaskStore::dropWaiter(std::uint64_t key) {
   std::lock_guard lock(mutex_);
-  closed_ = true;
-  tasks_.clear();
-  by_serial_.clear();
-  changed_.notify_all();
+  return waiters_.erase(key) != 0;
+}
+
+nlohmann::json TaskStore::takeResult(Record& record) {
+  record.result_fetched = true;
+  json result = *record.result;
+  result["_meta"][kRelatedTaskMetaKey] = {{"taskId", record.id}};
+  return result;
+}
+
+void TaskStore::close() {
+  std::map<std::uint64_t, Waiter> waiting;
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    for (const auto& [id, record] : tasks_) forget(record);
+    tasks_.clear();
+    by_serial_.clear();
+    waiting.swap(waiters_);
+    changed_.notify_all();
+  }
+  const Outcome closing = []() -> json {
+    throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+  };
+  for (auto& [key, waiter] : waiting) waiter.deliver(closing);
 }
 
 nlohmann::json TaskStore::toJson(const Record& record) const {
@@ -191,7 +265,12 @@ nlohmann::json TaskStore::toJson(const Record& record) const {
             {"lastUpdatedAt", timestamp(record.updated)},
             {"ttl", record.ttl.count()},
             {"pollInterval", limits_.poll_interval.count()}};
-  if (!record.status_message.empty()) task["statusMessage"] = record.status_message;
+  std::string message = record.status_message;
+  if (isTerminal(record.status)) {  // when a client must have fetched the result by
+    message += std::string(message.empty() ? "" : " ") + "Kept until " +
+               timestamp(record.updated + record.ttl) + " (ttl from when it finished).";
+  }
+  if (!message.empty()) task["statusMessage"] = std::move(message);
   return task;
 }
 
@@ -223,6 +302,7 @@ void TaskStore::sweep() {
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const Record& record = it->second;
     if (isTerminal(record.status) && now >= record.updated + record.ttl) {
+      forget(record);
       by_serial_.erase(record.serial);
       it = tasks_.erase(it);
     } else {
@@ -237,6 +317,7 @@ bool TaskStore::evictOne() {
     const bool needed = !isTerminal(record.status) ||
                         (record.status != TaskStatus::kCancelled && !record.result_fetched);
     if (needed) continue;
+    forget(record);
     tasks_.erase(it->second);
     by_serial_.erase(it);
     return true;

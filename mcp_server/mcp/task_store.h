@@ -4,6 +4,7 @@
 // after it finished. Thread-safe; waitResult() blocks until a task's result is in.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -28,8 +29,37 @@ enum class TaskStatus { kWorking, kCompleted, kFailed, kCancelled };
 
 inline constexpr const char* kRelatedTaskMetaKey = "io.modelcontextprotocol/related-task";
 
+// Bytes of task results all connections keep, against tasks.max_result_bytes. Thread-safe.
+class ResultBytes {
+ public:
+  explicit ResultBytes(std::size_t max_bytes) : max_(max_bytes) {}
+  // Adds `bytes` unless the total would pass the maximum; `force` adds them anyway.
+  [[nodiscard]] bool tryAdd(std::size_t bytes, bool force = false) {
+    std::lock_guard lock(mutex_);
+    if (!force && used_ + bytes > max_) return false;
+    used_ += bytes;
+    return true;
+  }
+  void remove(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    used_ -= std::min(bytes, used_);
+  }
+  [[nodiscard]] std::size_t used() {
+    std::lock_guard lock(mutex_);
+    return used_;
+  }
+
+ private:
+  const std::size_t max_;
+  std::mutex mutex_;
+  std::size_t used_ = 0;
+};
+
 struct TaskLimits {
   std::size_t max_tasks = 32;
+  // Serialized results a connection keeps (finished, not yet expired); a result that does not fit
+  // is made smaller first (tools/result_spill.h). config: tasks.max_result_bytes_per_client
+  std::size_t max_result_bytes = std::size_t{8} * 1024 * 1024;
   std::chrono::milliseconds default_ttl{10 * 60 * 1000};
   std::chrono::milliseconds max_ttl{60 * 60 * 1000};
   std::chrono::milliseconds poll_interval{500};
@@ -42,7 +72,11 @@ class TaskStore {
   using json = nlohmann::json;
 
   // `now` is injectable for tests; wall-clock timestamps follow it from the construction time.
-  explicit TaskStore(TaskLimits limits, std::function<Clock::time_point()> now = Clock::now);
+  // `server_bytes`, when set, is the budget all connections' results share; it must outlive
+  // the store.
+  explicit TaskStore(TaskLimits limits, std::function<Clock::time_point()> now = Clock::now,
+                     ResultBytes* server_bytes = nullptr);
+  ~TaskStore();
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
 
@@ -63,6 +97,13 @@ class TaskStore {
   // is gone (expired or the store was closed).
   std::optional<json> finish(const std::string& id, json call_result);
 
+  // Room for a result of `bytes` (serialized) in this connection's and the server's budgets; when
+  // there is, it is taken for the task `id` and released when the task is forgotten. `force`
+  // takes it regardless (a result already made as small as it gets). False: make it smaller.
+  [[nodiscard]] bool reserveResultBytes(const std::string& id, std::size_t bytes,
+                                        bool force = false);
+  [[nodiscard]] std::size_t resultBytes();
+
   // tasks/cancel: working -> cancelled; returns the Task object. Throws -32602 for an unknown id
   // or a task already in a terminal status.
   json cancel(const std::string& id);
@@ -71,6 +112,16 @@ class TaskStore {
   // closes), then returns it with the related-task _meta. Throws jsonrpc::Error for an unknown id,
   // an interrupted wait or a closed store.
   json waitResult(const std::string& id, CancelToken& stop);
+
+  // tasks/result without a thread: `deliver` runs once with the outcome, a function that returns
+  // the result (as waitResult() does) or throws what waitResult() would. It runs at once, on this
+  // thread, when the result is in (returns 0); else on the thread that finishes the task, or in
+  // close(). Returns a key for dropWaiter(). Throws jsonrpc::Error for an unknown id.
+  using Outcome = std::function<json()>;
+  using ResultWaiter = std::function<void(const Outcome& outcome)>;
+  std::uint64_t whenResult(const std::string& id, ResultWaiter deliver);
+  // Forgets a waiter that has not run; false when it ran (or runs) already.
+  bool dropWaiter(std::uint64_t key);
 
   // Wakes every waiter and forgets every task; later calls find nothing.
   void close();
@@ -86,17 +137,22 @@ class TaskStore {
     std::chrono::milliseconds ttl{0};
     std::optional<json> result;
     bool result_fetched = false;
+    std::size_t result_bytes = 0;  // reserved by reserveResultBytes()
   };
 
   [[nodiscard]] json toJson(const Record& record) const;
   [[nodiscard]] std::string timestamp(Clock::time_point at) const;
   Record& find(const std::string& id);  // mutex_ held; throws -32602
+  json takeResult(Record& record);      // mutex_ held: the result as tasks/result returns it
   void sweep();                         // mutex_ held: drops expired finished tasks
   bool evictOne();                      // mutex_ held: drops the oldest task nobody needs
   void setStatus(Record& record, TaskStatus status, std::string message);
+  void forget(const Record& record);  // mutex_ held: gives its result bytes back
 
   const TaskLimits limits_;
   const std::function<Clock::time_point()> now_;
+  ResultBytes* const server_bytes_;
+  std::size_t result_bytes_ = 0;  // reserved by this connection's tasks
   const Clock::time_point steady_epoch_;
   const std::chrono::system_clock::time_point wall_epoch_;
 
@@ -106,6 +162,12 @@ class TaskStore {
   std::uint64_t next_serial_ = 1;
   std::map<std::uint64_t, std::string> by_serial_;  // creation order, for tasks/list
   std::map<std::string, Record> tasks_;
+  struct Waiter {
+    std::string task_id;
+    ResultWaiter deliver;
+  };
+  std::uint64_t next_waiter_ = 1;
+  std::map<std::uint64_t, Waiter> waiters_;  // whenResult() for tasks still working
 };
 
 }  // namespace mcp

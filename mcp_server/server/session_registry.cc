@@ -140,7 +140,8 @@ SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, con
   }
 }
 
-std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const std::string& id) {
+std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const std::string& id,
+                                               IfStarting if_starting) {
   if (auto problem = checkSessionId(id)) throw SandboxError(*problem);
   Pending pending;
   {
@@ -148,6 +149,12 @@ std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const s
     const auto it = sessions_.find(key(owner, id));
     if (it == sessions_.end()) throw SandboxError(unknownSessionMessage(id));
     pending = it->second;
+  }
+  if (if_starting == IfStarting::kRefuse &&
+      pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    throw SandboxError("session '" + id +
+                       "' is still starting (its sandbox is being created, or its image built); "
+                       "retry once the call that creates it has answered");
   }
   std::shared_ptr<Session> session;
   try {

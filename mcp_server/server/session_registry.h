@@ -45,9 +45,14 @@ class SessionRegistry {
   Acquired acquire(const std::string& owner, const std::string& id, const SessionOptions& options,
                    bool options_given);
 
+  // What find() does with a session whose sandbox is still being created (an image build can
+  // take minutes): wait for it, or refuse at once (a request that must not hold its thread).
+  enum class IfStarting { kWait, kRefuse };
+
   // The owner's existing session, or a SandboxError telling how to create one. A session whose
   // sandbox has died is forgotten (remembered as lost) and reported as a SandboxError.
-  [[nodiscard]] std::shared_ptr<Session> find(const std::string& owner, const std::string& id);
+  [[nodiscard]] std::shared_ptr<Session> find(const std::string& owner, const std::string& id,
+                                              IfStarting if_starting = IfStarting::kWait);
 
   // Destroys the owner's session; false when it did not exist.
   bool remove(const std::string& owner, const std::string& id);

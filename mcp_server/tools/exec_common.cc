@@ -9,9 +9,8 @@
 #include "tools/session_options.h"
 
 namespace tools {
-namespace {
 
-std::string renderText(const json& s) {
+std::string renderExecText(const json& s) {
   char header[256];
   std::snprintf(header, sizeof header, "status: %s (exit_code %d, %.1f ms, session %s)",
                 s["status"].get_ref<const std::string&>().c_str(), s["exit_code"].get<int>(),
@@ -63,7 +62,7 @@ std::string renderText(const json& s) {
 void linkSavedOutputs(const sandbox::ExecResult& result, const std::string& execution_id,
                       server::Session& session, ToolResult& out) {
   if (result.saved_outputs.empty()) return;
-  json saved = json::array();
+  json saved = out.structured.value("saved_output", json::array());
   for (const auto& file : result.saved_outputs) {
     const std::string uri = server::makeSandboxUri(session.id(), file.path);
     saved.push_back({{"stream", file.stream},
@@ -85,6 +84,8 @@ void linkSavedOutputs(const sandbox::ExecResult& result, const std::string& exec
   }
   out.structured["saved_output"] = std::move(saved);
 }
+
+namespace {
 
 // Images become MCP image content (downscaled, as the sandbox sent them) and entries of
 // structuredContent.images whose uri reads the full-size file; a table's shape and dtypes go
@@ -326,7 +327,7 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   out.structured = toStructured(result, execution_id, session->id(), acquired.created);
   if (kind == sandbox::ExecKind::kPython) addRichOutput(result, execution_id, *session, out);
   linkSavedOutputs(result, execution_id, *session, out);
-  out.text = renderText(out.structured);
+  out.text = renderExecText(out.structured);
   // Where the time went, for bench/ and operators (client time minus server_ms is transport).
   json timing = {{"channel_ms", result.channel_ms}, {"agent_ms", result.duration_ms}};
   if (result.exec_ms) timing["exec_ms"] = *result.exec_ms;

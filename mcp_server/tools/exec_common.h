@@ -5,6 +5,10 @@
 #include "sandbox/backend.h"
 #include "tools/tool.h"
 
+namespace server {
+class Session;
+}  // namespace server
+
 namespace tools {
 
 // Input schema with `code_field` ("code" or "command") plus the session options.
@@ -23,5 +27,13 @@ inline const json kExecAnnotations{{"readOnlyHint", false},
 // Acquires (or creates) the session, runs the request and renders the result.
 [[nodiscard]] ToolResult runExecution(const json& arguments, ToolContext& ctx,
                                       sandbox::ExecKind kind, const std::string& code);
+
+// The text block of an execution's result, from its structuredContent.
+[[nodiscard]] std::string renderExecText(const json& structured);
+
+// Links the saved output files of `result` into `out` (structuredContent.saved_output, appended,
+// and resource_link blocks) and remembers them for resources/list.
+void linkSavedOutputs(const sandbox::ExecResult& result, const std::string& execution_id,
+                      server::Session& session, ToolResult& out);
 
 }  // namespace tools

@@ -97,6 +97,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     bool close_after = false;   // after it: close instead (Connection: close / unread body)
   };
 
+  // What a request keeps until it is answered, also when the answer comes later (Reply).
+  struct RequestHolds {
+    std::shared_ptr<CancelToken> cancel;   // notifications/cancelled reaches it while it lives
+    std::shared_ptr<CancelToken> hang_up;  // fired when the client closes the connection
+    std::shared_ptr<void> lease;           // keeps the MCP session and counts it in flight
+  };
+
   // A request body parsed: the message, or the JSON-RPC error to answer instead.
   struct ParsedBody {
     json message;
@@ -134,12 +141,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // Handling: the jobs dispatch() hands to the worker pools (worker threads), and what they send
   // back to the strand (http_connection_handling.cc).
   void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
-                  const std::string& session_id, std::shared_ptr<CancelToken> cancel);
+                  const std::string& session_id, RequestHolds holds);
   void runInitialize(std::uint64_t serial, const json& message);
   [[nodiscard]] std::optional<json> handleSafely(jsonrpc::Endpoint& endpoint, const json& message,
                                                  jsonrpc::RequestContext& ctx) const;
   void onNotify(std::uint64_t request_serial, const json& message);
   void onSessionClosed(std::uint64_t request_serial);
+  // While a request is handled, nothing is read; this notices a client that hangs up meanwhile,
+  // so that a request waiting for something (a task's result) stops waiting (strand).
+  void watchForHangUp(std::uint64_t request_serial);
+  void onReadableWhileHandling(boost::beast::error_code ec, std::uint64_t request_serial);
   void onHandled(std::uint64_t request_serial, std::optional<std::string> result,
                  const std::string& new_session_id);
   [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
@@ -180,7 +191,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::uint64_t request_serial_ = 0;
   bool first_request_ = true;  // no keep-alive wait before it: the header timeout runs at once
   bool awaiting_handler_ = false;
-  bool streaming_ = false;  // the answer became an SSE stream
+  std::shared_ptr<CancelToken> hang_up_;  // the request being handled: see watchForHangUp()
+  bool streaming_ = false;                // the answer became an SSE stream
   bool keep_alive_ = true;
   unsigned http_version_ = 11;
   std::uint64_t stream_id_ = 0;

@@ -1,8 +1,11 @@
 // HttpConnection's handlers: the JSON-RPC message handled on a worker thread (a session opened
 // for initialize), and its notifications and answer brought back to the strand, where they become
 // a JSON response or an SSE stream.
+#include <sys/socket.h>
+
 #include <atomic>
 #include <boost/asio/post.hpp>
+#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -35,16 +38,29 @@ bool isSuccess(const json& response) {
 // Worker thread: touches only thread-safe state (context_, the executor, const members).
 void HttpConnection::runRequest(std::uint64_t serial, const json& message,
                                 jsonrpc::Endpoint& endpoint, const std::string& session_id,
-                                std::shared_ptr<CancelToken> cancel) {
+                                RequestHolds holds) {
   auto self = shared_from_this();
   jsonrpc::RequestContext ctx;
-  ctx.cancel = std::move(cancel);
+  ctx.cancel = holds.cancel;
+  ctx.abandoned = holds.hang_up;
   ctx.peer = peerLabel(session_id);
   ctx.notify = [self, serial](const json& notification) {
     net::post(self->stream_.get_executor(),
               [self, serial, notification] { self->onNotify(serial, notification); });
   };
+  // A request that waits is answered from whichever thread ends the wait; until then it holds
+  // its session (and its place in the session's requests in flight), not this thread.
+  ctx.answer_later = [self, serial, holds](std::optional<json> answer) {
+    net::post(self->stream_.get_executor(),
+              [self, serial, body = serializeAnswer(answer)]() mutable {
+                self->onHandled(serial, std::move(body), {});
+              });
+  };
+  ctx.run_on_worker = [context = context_](std::function<void()> job) {
+    return context->pool.submit(std::move(job));
+  };
   std::optional<std::string> body = serializeAnswer(handleSafely(endpoint, message, ctx));
+  if (ctx.answered_later) return;
   net::post(stream_.get_executor(), [self, serial, body = std::move(body)]() mutable {
     self->onHandled(serial, std::move(body), {});
   });
@@ -152,6 +168,8 @@ void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<std::
                                const std::string& new_session_id) {
   if (request_serial != request_serial_) return;
   awaiting_handler_ = false;
+  hang_up_.reset();
+  if (closed_) return;  // the client hung up while it waited: nobody to answer
   if (streaming_) {
     streaming_ = false;
     if (result) {
@@ -174,6 +192,28 @@ void HttpConnection::onSessionClosed(std::uint64_t request_serial) {
   if (request_serial != request_serial_) return;
   awaiting_handler_ = false;
   respondEmpty(http::status::no_content);
+}
+
+void HttpConnection::watchForHangUp(std::uint64_t request_serial) {
+  stream_.socket().async_wait(net::socket_base::wait_read,
+                              [self = shared_from_this(), request_serial](beast::error_code ec) {
+                                self->onReadableWhileHandling(ec, request_serial);
+                              });
+}
+
+void HttpConnection::onReadableWhileHandling(beast::error_code ec, std::uint64_t request_serial) {
+  if (ec || closed_ || request_serial != request_serial_ || !awaiting_handler_) return;
+  char byte = 0;
+  const ssize_t peeked =
+      ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (peeked > 0) return;  // the client sent more (its next request): it is still there
+  if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    watchForHangUp(request_serial);
+    return;
+  }
+  log().debug("http {}: the client hung up while its request was being handled", remote_);
+  if (hang_up_) hang_up_->cancel();
+  closeSocket();
 }
 
 std::string HttpConnection::peerLabel(const std::string& session_id) const {

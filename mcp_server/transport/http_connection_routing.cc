@@ -125,6 +125,17 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
                                 "initialize request without Mcp-Session-Id"));
       return;
     }
+    const std::size_t bound = context_->options.max_requests_in_flight_per_session;
+    if (bound != 0 && lease->inFlight() > bound && !isLightweight(message)) {
+      respondJson(http::status::too_many_requests,
+                  errorResponse(kServerError,
+                                "Too Many Requests: this MCP session has " + std::to_string(bound) +
+                                    " requests in flight (http.max_requests_in_flight_per_"
+                                    "session); wait for their answers or cancel ones you no "
+                                    "longer need (notifications/cancelled), then retry",
+                                isRequest(message) ? message["id"] : json(nullptr)));
+      return;
+    }
     auto endpoint = lease->endpoint();
     dispatch(std::move(message), std::move(endpoint), std::move(lease), session_id, false);
     return;
@@ -166,7 +177,9 @@ void HttpConnection::handleDelete() {
   awaiting_handler_ = true;
   const auto serial = request_serial_;
   auto self = shared_from_this();
-  if (!context_->control_pool.submit([self, serial, endpoint] {
+  // Closing removes the client's sandboxes (engine calls): a request worker's job, so that the
+  // control pool stays free for cancellations and new sessions.
+  if (!context_->pool.submit([self, serial, endpoint] {
         endpoint->close();
         net::post(self->stream_.get_executor(), [self, serial] { self->onSessionClosed(serial); });
       })) {
@@ -189,22 +202,26 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
     if (auto own = endpoint->orderingKey(message); !own.empty()) key = session_id + '\n' + own;
     cancel = endpoint->admit(message);
   }
+  hang_up_ = lightweight ? nullptr : std::make_shared<CancelToken>();
   auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
-              endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session,
-              cancel] {
+              endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session, cancel,
+              hang_up = hang_up_] {
     if (opens_session) {
       self->runInitialize(serial, message);
     } else {
-      self->runRequest(serial, message, *endpoint, sid, cancel);
+      self->runRequest(serial, message, *endpoint, sid, {cancel, hang_up, shared_lease});
     }
   };
-  // A cancellation must reach the endpoint even while every request worker is busy.
-  common::WorkerPool& pool = lightweight ? context_->control_pool : context_->pool;
+  // A cancellation must reach the endpoint even while every request worker is busy, and a new
+  // client's initialize (quick: no sandbox yet) must never queue behind other clients' work.
+  common::WorkerPool& pool = lightweight || opens_session ? context_->control_pool : context_->pool;
   if (!pool.submit(std::move(job), key, std::move(cancel))) {
     awaiting_handler_ = false;
     respondError(http::status::service_unavailable, kServerError,
                  "Service Unavailable: the server is shutting down", {}, true);
+    return;
   }
+  if (hang_up_) watchForHangUp(request_serial_);
 }
 
 }  // namespace transport

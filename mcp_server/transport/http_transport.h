@@ -49,9 +49,15 @@ struct HttpTransportOptions {
   // MCP sessions open at once (each holds an endpoint until DELETE or idle expiry); past it an
   // initialize gets an error. 0: no bound. config: http.max_sessions
   std::size_t max_sessions = 1024;
-  std::size_t io_threads = 1;           // socket I/O only; never blocks
-  std::size_t worker_threads = 8;       // run Endpoint::handle/close; started up front
-  std::size_t max_worker_threads = 80;  // grown to when requests would wait (WorkerPool)
+  // Requests of one MCP session in flight at once (running, waiting for their turn or for a
+  // task's result); past it a request gets 429 at once. Notifications, responses and pings always
+  // pass. 0: no bound. config: http.max_requests_in_flight_per_session
+  std::size_t max_requests_in_flight_per_session = 64;
+  std::size_t io_threads = 1;      // socket I/O only; never blocks
+  std::size_t worker_threads = 8;  // run Endpoint::handle/close; started up front
+  // Grown to when requests would wait (WorkerPool). Requests that wait hold no thread (answered
+  // later), so this bounds work: size it above what the server's own limits let run at once.
+  std::size_t max_worker_threads = 80;
   // Bound on reading a request's body, once its header is in.
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{30'000};  // per write

@@ -44,6 +44,11 @@ class SessionRegistry {
     [[nodiscard]] const std::shared_ptr<jsonrpc::Endpoint>& endpoint() const noexcept {
       return entry_->endpoint;
     }
+    // Leases of the session alive now, this one included: its requests in flight.
+    [[nodiscard]] std::size_t inFlight() const {
+      std::lock_guard lock(entry_->mutex);
+      return entry_->active;
+    }
 
    private:
     std::shared_ptr<Entry> entry_;

@@ -123,14 +123,13 @@ void StdioTransport::dispatchMessage(json message) {
   // Cancellable from now on, in arrival order, even while it waits behind `key`.
   std::shared_ptr<CancelToken> cancel = endpoint_->admit(message);
   auto job = [this, message = std::move(message), cancel] {
+    bool answered_later = false;
     try {
-      handleNow(message, cancel);
+      answered_later = handleNow(message, cancel, true);
     } catch (const std::exception& e) {  // Endpoint::handle must not throw; stay alive if it does
       log().error("stdio transport: endpoint threw: {}", e.what());
     }
-    std::lock_guard lock(in_flight_mutex_);
-    --in_flight_;
-    in_flight_done_.notify_all();
+    if (!answered_later) finishInFlight();
   };
   if (!pool_.submit(std::move(job), key, std::move(cancel))) {
     std::lock_guard lock(in_flight_mutex_);
@@ -138,14 +137,31 @@ void StdioTransport::dispatchMessage(json message) {
   }
 }
 
-void StdioTransport::handleNow(const json& message, std::shared_ptr<CancelToken> cancel) {
+bool StdioTransport::handleNow(const json& message, std::shared_ptr<CancelToken> cancel,
+                               bool may_answer_later) {
   jsonrpc::RequestContext ctx;
-  ctx.cancel = std::move(cancel);
   ctx.peer = "stdio";
   ctx.notify = [this](const json& notification) { writeMessage(notification); };
   ctx.notify_outlives_request = true;  // the endpoint is closed before this transport goes
+  if (may_answer_later) {
+    // A request that waits (a task's result, its turn) is answered by whichever thread ends the
+    // wait, and counts as in flight until then. The endpoint is closed before this transport goes.
+    ctx.answer_later = [this, cancel](std::optional<json> answer) {
+      if (answer) writeMessage(*answer);
+      finishInFlight();
+    };
+    ctx.run_on_worker = [this](std::function<void()> job) { return pool_.submit(std::move(job)); };
+  }
+  ctx.cancel = std::move(cancel);
   std::optional<json> response = endpoint_->handle(message, ctx);
   if (response) writeMessage(*response);
+  return ctx.answered_later;
+}
+
+void StdioTransport::finishInFlight() {
+  std::lock_guard lock(in_flight_mutex_);
+  --in_flight_;
+  in_flight_done_.notify_all();
 }
 
 void StdioTransport::writeMessage(const json& message) noexcept {

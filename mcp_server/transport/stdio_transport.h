@@ -48,7 +48,10 @@ class StdioTransport {
  private:
   void dispatchLine(std::string_view line);
   void dispatchMessage(jsonrpc::json message);
-  void handleNow(const jsonrpc::json& message, std::shared_ptr<CancelToken> cancel = nullptr);
+  // Returns true when the answer comes later (jsonrpc::Reply), through finishInFlight().
+  bool handleNow(const jsonrpc::json& message, std::shared_ptr<CancelToken> cancel = nullptr,
+                 bool may_answer_later = false);
+  void finishInFlight();
   void writeMessage(const jsonrpc::json& message) noexcept;
   void writeOversizeError() noexcept;
   void waitForInFlight();

@@ -88,4 +88,67 @@ TEST_F(DispatcherTest, ClientResponsesAreIgnored) {
   EXPECT_FALSE(send({{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}}));
 }
 
+// A handler that must wait answers later through a Reply: the dispatcher writes nothing now, and
+// the answer (result or error) reaches the transport with the request's id.
+TEST(DispatcherAnswerLater, TheReplyCarriesTheAnswerAndTheIdLater) {
+  jsonrpc::Dispatcher dispatcher;
+  std::shared_ptr<jsonrpc::Reply> parked;
+  dispatcher.onRequest("wait", [&](const json&, jsonrpc::CallContext& call) {
+    parked = call.answerLater();
+    return json();
+  });
+  std::vector<std::optional<json>> delivered;
+  jsonrpc::RequestContext ctx;
+  ctx.answer_later = [&](std::optional<json> answer) { delivered.push_back(std::move(answer)); };
+  EXPECT_FALSE(dispatcher.handle({{"jsonrpc", "2.0"}, {"id", 9}, {"method", "wait"}}, ctx));
+  EXPECT_TRUE(ctx.answered_later);
+  ASSERT_TRUE(parked);
+  EXPECT_TRUE(delivered.empty());
+  parked->complete([] { return json{{"done", true}}; });
+  parked->complete([] { return json{{"twice", true}}; });  // the first answer wins
+  ASSERT_EQ(delivered.size(), 1U);
+  EXPECT_EQ((*delivered[0])["id"], 9);
+  EXPECT_EQ((*delivered[0])["result"]["done"], true);
+}
+
+TEST(DispatcherAnswerLater, ThrowsMapLikeTheDispatchersAndALostReplyStillAnswers) {
+  jsonrpc::Dispatcher dispatcher;
+  std::shared_ptr<jsonrpc::Reply> parked;
+  dispatcher.onRequest("wait-then-fail", [&](const json&, jsonrpc::CallContext& call) -> json {
+    parked = call.answerLater();
+    throw jsonrpc::Error(jsonrpc::kInvalidParams, "no such task");
+  });
+  dispatcher.onRequest("forgotten", [](const json&, jsonrpc::CallContext& call) {
+    (void)call.answerLater();  // dropped at once: nobody will answer it
+    return json();
+  });
+  std::vector<json> delivered;
+  jsonrpc::RequestContext ctx;
+  ctx.answer_later = [&](std::optional<json> answer) { delivered.push_back(*answer); };
+  EXPECT_FALSE(
+      dispatcher.handle({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "wait-then-fail"}}, ctx));
+  EXPECT_FALSE(dispatcher.handle({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "forgotten"}}, ctx));
+  ASSERT_EQ(delivered.size(), 2U);
+  EXPECT_EQ(delivered[0]["error"]["code"], jsonrpc::kInvalidParams);
+  EXPECT_EQ(delivered[1]["id"], 2);
+  EXPECT_EQ(delivered[1]["error"]["code"], jsonrpc::kInternalError);
+}
+
+TEST(DispatcherAnswerLater, BatchElementsAndTransportsWithoutItAnswerNow) {
+  jsonrpc::Dispatcher dispatcher;
+  dispatcher.onRequest("wait", [](const json&, jsonrpc::CallContext& call) {
+    return json{{"later", call.answerLater() != nullptr}};
+  });
+  jsonrpc::RequestContext plain;  // no answer_later
+  auto now = dispatcher.handle({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "wait"}}, plain);
+  ASSERT_TRUE(now);
+  EXPECT_EQ((*now)["result"]["later"], false);
+  jsonrpc::RequestContext ctx;
+  ctx.answer_later = [](std::optional<json>) { FAIL() << "a batch element answered later"; };
+  auto batch =
+      dispatcher.handle(json::array({{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "wait"}}}), ctx);
+  ASSERT_TRUE(batch);
+  EXPECT_EQ((*batch)[0]["result"]["later"], false);
+}
+
 }  // namespace

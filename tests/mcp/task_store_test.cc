@@ -248,4 +248,101 @@ TEST(SessionLanes, CancelledWaiterLeavesItsPlaceAndTheLineMovesOn) {
   EXPECT_EQ(lanes.lineCount(), 0U);
 }
 
+TEST(SessionLanes, WhenTurnRunsWithoutAWaitingThreadOnTheLeavingThread) {
+  mcp::SessionLanes lanes;
+  auto first = lanes.enqueue("s");
+  auto second = lanes.enqueue("s");
+  auto third = lanes.enqueue("s");
+  int ran_first = 0;
+  std::vector<int> order;
+  first.whenTurn([&] { ++ran_first; });  // first already: runs at once
+  EXPECT_EQ(ran_first, 1);
+  second.whenTurn([&] { order.push_back(2); });
+  third.whenTurn([&] { order.push_back(3); });
+  EXPECT_TRUE(order.empty());
+  EXPECT_FALSE(second.isFirst());
+  first.leave();
+  EXPECT_EQ(order, std::vector<int>{2});
+  EXPECT_TRUE(second.isFirst());
+  second.leave();
+  EXPECT_EQ(order, (std::vector<int>{2, 3}));
+  third.leave();
+  EXPECT_EQ(lanes.lineCount(), 0U);
+}
+
+TEST(SessionLanes, APlaceLeftBeforeItsTurnNeverRunsItsCallback) {
+  mcp::SessionLanes lanes;
+  auto first = lanes.enqueue("s");
+  auto second = lanes.enqueue("s");
+  auto third = lanes.enqueue("s");
+  bool second_ran = false;
+  bool third_ran = false;
+  second.whenTurn([&] { second_ran = true; });
+  third.whenTurn([&] { third_ran = true; });
+  second.leave();  // cancelled while it waited
+  first.leave();
+  EXPECT_FALSE(second_ran);
+  EXPECT_TRUE(third_ran);
+}
+
+TEST_F(TaskStoreTest, WhenResultAnswersLaterOnTheFinishingThreadOrAtOnce) {
+  const std::string id = store.create(std::nullopt)["taskId"];
+  std::vector<json> got;
+  const auto collect = [&](const TaskStore::Outcome& outcome) { got.push_back(outcome()); };
+  const auto key = store.whenResult(id, collect);
+  EXPECT_NE(key, 0U);
+  EXPECT_TRUE(got.empty());
+  (void)store.finish(id, okResult());
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0]["_meta"][mcp::kRelatedTaskMetaKey]["taskId"], id);
+  EXPECT_FALSE(store.dropWaiter(key));           // it ran
+  EXPECT_EQ(store.whenResult(id, collect), 0U);  // the result is in: answered at once
+  EXPECT_EQ(got.size(), 2U);
+  EXPECT_EQ(errorCode([&] { (void)store.whenResult("nope", collect); }), jsonrpc::kInvalidParams);
+}
+
+TEST_F(TaskStoreTest, DroppedWaitersNeverRunAndCloseAnswersTheRestWithAnError) {
+  const std::string id = store.create(std::nullopt)["taskId"];
+  int dropped_runs = 0;
+  const auto key = store.whenResult(id, [&](const TaskStore::Outcome&) { ++dropped_runs; });
+  EXPECT_TRUE(store.dropWaiter(key));
+  int code = 0;
+  (void)store.whenResult(
+      id, [&](const TaskStore::Outcome& outcome) { code = errorCode([&] { (void)outcome(); }); });
+  store.close();
+  EXPECT_EQ(code, jsonrpc::kInvalidRequest);
+  EXPECT_EQ(dropped_runs, 0);
+}
+
+TEST_F(TaskStoreTest, ResultBytesAreBoundedPerClientAndServerWideAndComeBackWhenForgotten) {
+  limits.max_result_bytes = 1000;
+  mcp::ResultBytes server_wide(1500);
+  TaskStore a(
+      limits, [this] { return now; }, &server_wide);
+  TaskStore b(
+      limits, [this] { return now; }, &server_wide);
+  const std::string a1 = a.create(std::nullopt)["taskId"];
+  const std::string a2 = a.create(std::nullopt)["taskId"];
+  const std::string b1 = b.create(std::nullopt)["taskId"];
+  EXPECT_TRUE(a.reserveResultBytes(a1, 800));
+  EXPECT_FALSE(a.reserveResultBytes(a2, 300));       // the client's own budget
+  EXPECT_FALSE(b.reserveResultBytes(b1, 800));       // within b's, past the server's
+  EXPECT_TRUE(b.reserveResultBytes(b1, 800, true));  // already as small as it gets
+  EXPECT_EQ(server_wide.used(), 1600U);
+  (void)a.finish(a1, okResult());
+  now += 61s;  // a1 expires (default ttl 60 s after it finished)
+  EXPECT_EQ(a.resultBytes(), 0U);
+  EXPECT_EQ(server_wide.used(), 800U);
+  b.close();
+  EXPECT_EQ(server_wide.used(), 0U);
+}
+
+TEST_F(TaskStoreTest, GetSaysUntilWhenAFinishedTaskIsKept) {
+  const std::string id = store.create(std::nullopt)["taskId"];
+  EXPECT_FALSE(store.get(id).contains("statusMessage"));
+  (void)store.finish(id, okResult());
+  EXPECT_NE(store.get(id)["statusMessage"].get<std::string>().find("Kept until "),
+            std::string::npos);
+}
+
 }  // namespace

@@ -1,0 +1,108 @@
+// Attack: fill the server with tasks. (1) Two clients each queue tasks behind a running one on a
+// session of theirs, to use up the server's task slots; (2) a client runs tasks that print
+// megabytes and never fetches their results, to grow the server's memory. Must hold: queued tasks
+// hold no slot or thread (a third client's task starts); the results one client keeps are bounded
+// (tasks.max_result_bytes_per_client): past it stdout and stderr are cut, saved whole in the
+// sandbox and linked, and the link reads them back; tasks/get says until when a result is kept.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { assertNoLeaks, snapshot, startHttpServer, stopServer, waitFor } from './attack_lib.mjs';
+import { rawMcp } from './raw_mcp.mjs';
+
+let server;
+let configDir;
+let baseline;
+let mcp;
+
+const MiB = 1024 * 1024;
+
+before(async () => {
+  baseline = await snapshot();
+  configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tasks-bounded-'));
+  const file = path.join(configDir, 'config.json');
+  fs.writeFileSync(file, JSON.stringify({
+    pool: { size: 0 },
+    execution: { max_concurrent: 4, max_concurrent_per_client: 2 },
+    tasks: { max_per_client: 16, max_result_bytes_per_client: 2 * MiB },
+  }));
+  server = await startHttpServer(['--config', file]);
+  mcp = rawMcp(server.url);
+});
+
+after(async () => {
+  if (server) await stopServer(server);
+  fs.rmSync(configDir, { recursive: true, force: true });
+  await assertNoLeaks(baseline);
+});
+
+const startTask = async (sessionId, args) => {
+  const answer = await mcp.call(sessionId, 'tools/call', { name: 'run_code', task: {}, arguments: args });
+  assert.ok(answer.result?.task?.taskId, JSON.stringify(answer));
+  return answer.result.task.taskId;
+};
+
+test('queued tasks hold no task slot: a third client still starts one', async () => {
+  const queuers = [await mcp.openSession(), await mcp.openSession()];
+  const held = [];
+  for (const [i, sessionId] of queuers.entries()) {
+    // One running task and many queued behind it on the same session: more than the 4 slots.
+    held.push({ sessionId, taskId: await startTask(sessionId, { session_id: `q-${i}`, code: 'import time\ntime.sleep(60)', timeout: 90 }) });
+    for (let j = 0; j < 6; ++j) {
+      held.push({ sessionId, taskId: await startTask(sessionId, { session_id: `q-${i}`, code: 'print("queued")' }) });
+    }
+  }
+  const third = await mcp.openSession();
+  const taskId = await startTask(third, { code: 'print("third")' });
+  const result = await mcp.call(third, 'tasks/result', { taskId });
+  assert.equal(result.result?.isError, false, JSON.stringify(result));
+  assert.equal(result.result.structuredContent.stdout, 'third\n');
+  // Cancelling a queued task ends it without running it; cancelling the running one lets the rest go.
+  const queued = held[1];
+  assert.equal((await mcp.call(queued.sessionId, 'tasks/cancel', { taskId: queued.taskId })).result.status, 'cancelled');
+  const after = await mcp.call(queued.sessionId, 'tasks/result', { taskId: queued.taskId });
+  assert.match(after.result.content[0].text, /cancelled before it started; nothing ran/);
+  for (const { sessionId, taskId: id } of [held[0], held[7]]) {
+    await mcp.call(sessionId, 'tasks/cancel', { taskId: id });
+  }
+  const last = held[6];
+  const ran = await mcp.call(last.sessionId, 'tasks/result', { taskId: last.taskId });
+  assert.equal(ran.result.structuredContent.stdout, 'queued\n', JSON.stringify(ran).slice(0, 400));
+});
+
+test('unfetched results are bounded per client; big ones are saved in the sandbox and linked', async () => {
+  const client = await mcp.openSession();
+  const code = 'import sys\nsys.stdout.write("o" * 700000)\nsys.stderr.write("e" * 300000)';
+  const ids = [];
+  for (let i = 0; i < 6; ++i) ids.push(await startTask(client, { session_id: 'big', code, timeout: 60 }));
+  await waitFor(async () => {
+    for (const taskId of ids) {
+      const task = (await mcp.call(client, 'tasks/get', { taskId })).result;
+      if (task.status === 'working') return false;
+    }
+    return true;
+  }, 60000, 'every task to finish');
+  const got = (await mcp.call(client, 'tasks/get', { taskId: ids[0] })).result;
+  assert.match(got.statusMessage, /Kept until \d{4}-\d\d-\d\dT/);
+
+  const results = [];
+  for (const taskId of ids) results.push((await mcp.call(client, 'tasks/result', { taskId })).result);
+  const whole = results.filter((r) => r.structuredContent.stdout.length === 700000);
+  const cut = results.filter((r) => r.structuredContent.stdout.length < 700000);
+  // 6 results of ~2 MB each cannot all be kept in 2 MiB.
+  assert.ok(cut.length >= 4, `${cut.length} results were cut`);
+  for (const r of cut) {
+    assert.equal(r.structuredContent.stdout.length, 16 * 1024);
+    assert.equal(r.structuredContent.truncated, true);
+    const saved = r.structuredContent.saved_output.find((s) => s.stream === 'stdout');
+    assert.equal(saved.bytes, 700000);
+    assert.ok(r.content.some((c) => c.type === 'resource_link' && c.uri === saved.uri));
+    const read = await mcp.call(client, 'resources/read', { uri: `${saved.uri}?offset=699990&length=10` });
+    assert.equal(read.result.contents[0].text, 'oooooooooo');
+    assert.ok(r.structuredContent.saved_output.some((s) => s.stream === 'stderr' && s.bytes === 300000));
+  }
+  assert.ok(whole.length + cut.length === 6);
+  await mcp.call(client, 'tools/call', { name: 'cleanup_session', arguments: { session_id: 'big' } });
+});
