@@ -49,15 +49,16 @@ async function startServer(graceS) {
   return { server: await startHttpServer(['--config', file]), instanceId };
 }
 
-// Starts run_shell with the slow Dockerfile and resolves once its `sleep 90` step runs, to the
-// call's outcome (a promise of the result or the error).
+// Starts run_shell with the slow Dockerfile and resolves once its `sleep 90` step runs, to
+// { outcome }: a promise of the call's result or error (wrapped, or awaiting this would wait for
+// the whole call).
 async function startSlowBuild(client) {
   const outcome = client.callTool(
     { name: 'run_shell', arguments: { command: 'echo the sandbox ran', dockerfile: slowDockerfile() } },
     undefined, { timeout: 180000 }).then((r) => r, (e) => e);
   await waitFor(async () => (await buildContainers())
     .some((c) => c.State === 'running' && c.Command.includes('sleep 90')), 90000, 'the sleep step to run');
-  return outcome;
+  return { outcome };
 }
 
 // The exit code once the server ended, or null when it still ran after `ms`: then it is killed
@@ -94,32 +95,35 @@ async function removeLeftovers(instanceId) {
   for (const id of await imagesOf(instanceId)) await dockerRequest('DELETE', `/images/${id}?force=1`);
 }
 
-// After the drain: the caller got "shutting down" (or lost its connection), no sandbox was
-// started after `since`, and neither the step's container nor any layer remains.
+// After the drain: the caller was told "shutting down" (the answer goes out before the transport
+// stops), no sandbox was started after `since`, and neither the step's container nor any layer
+// remains. Returns what the caller got.
 async function assertStoppedCleanly(instanceId, outcome, since) {
   const result = await outcome;
-  assert.ok(result instanceof Error
-    || (result.isError && /^the server is shutting down: the build was stopped/.test(result.content[0].text)),
-  `the call got no sandbox and a clear error: ${JSON.stringify(result)}`);
+  assert.ok(!(result instanceof Error) && result.isError
+    && /^the server is shutting down: the build was stopped/.test(result.content[0].text),
+  `the call got no sandbox and a clear error: ${result instanceof Error ? result.message : JSON.stringify(result)}`);
   assert.deepEqual(await sandboxesCreatedSince(instanceId, since), [], 'a sandbox was started during shutdown');
   assert.deepEqual(await buildContainers(), [], 'the build step outlived the server');
   assert.deepEqual(await imagesOf(instanceId), [], 'the stopped build kept a layer');
+  return result.content[0].text;
 }
 
-test(`SIGTERM during a build step: the drain ends after shutdown.grace_s ${GRACE_S}, nothing starts or stays`, async () => {
+test(`SIGTERM during a build step: the drain ends after shutdown.grace_s ${GRACE_S}, nothing starts or stays`, async (t) => {
   const before = await snapshot();
   const { server, instanceId } = await startServer(GRACE_S);
   const conn = await connectHttp(server.url);
   try {
-    const outcome = await startSlowBuild(conn.client);
+    const { outcome } = await startSlowBuild(conn.client);
     const since = (Date.now() / 1000).toFixed(3);
     const signalled = Date.now();
     server.kill('SIGTERM');
     const code = await exitWithin(server, GRACE_S * 1000 + 15000);
     const ms = Date.now() - signalled;
     assert.equal(code, 0, `the server ${code === null ? 'still ran' : `exited with ${code}`} ${ms} ms after SIGTERM`);
+    t.diagnostic(`exited ${ms} ms after SIGTERM (shutdown.grace_s ${GRACE_S})`);
     assert.ok(ms < GRACE_S * 1000 + STOP_BUDGET_MS, `the drain took ${ms} ms with shutdown.grace_s ${GRACE_S}`);
-    await assertStoppedCleanly(instanceId, outcome, since);
+    t.diagnostic(`the call ended with ${await assertStoppedCleanly(instanceId, outcome, since)}`);
   } finally {
     await conn.client.close().catch(() => {});
     await removeLeftovers(instanceId);
@@ -127,12 +131,12 @@ test(`SIGTERM during a build step: the drain ends after shutdown.grace_s ${GRACE
   await assertNoLeaks(before);
 });
 
-test('a second signal ends a drain that a build step holds, at once', async () => {
+test('a second signal ends a drain that a build step holds, at once', async (t) => {
   const before = await snapshot();
   const { server, instanceId } = await startServer(600);
   const conn = await connectHttp(server.url);
   try {
-    const outcome = await startSlowBuild(conn.client);
+    const { outcome } = await startSlowBuild(conn.client);
     const since = (Date.now() / 1000).toFixed(3);
     server.kill('SIGTERM');
     await waitFor(async () => (await getEndpoint(server.url, '/readyz')).status === 503, 5000, 'the drain');
@@ -141,8 +145,9 @@ test('a second signal ends a drain that a build step holds, at once', async () =
     const code = await exitWithin(server, 15000);
     const ms = Date.now() - second;
     assert.equal(code, 0, `the server ${code === null ? 'still ran' : `exited with ${code}`} ${ms} ms after the second signal`);
+    t.diagnostic(`exited ${ms} ms after the second signal`);
     assert.ok(ms < STOP_BUDGET_MS, `stopped ${ms} ms after the second signal`);
-    await assertStoppedCleanly(instanceId, outcome, since);
+    t.diagnostic(`the call ended with ${await assertStoppedCleanly(instanceId, outcome, since)}`);
   } finally {
     await conn.client.close().catch(() => {});
     await removeLeftovers(instanceId);
