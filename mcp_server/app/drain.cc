@@ -21,6 +21,9 @@ void Drain::run(const std::function<void()>& refuse_new, const std::function<voi
   // No new pooled sandboxes; the ready ones go (container removals: seconds), beside the wait.
   auto pool_stopped = std::async(std::launch::async, [this] { sessions_.factory().stop(); });
   const std::size_t left = waitForCalls();
+  // Past the grace period nothing new may start: image builds still running stop now (a build
+  // step can run for minutes), and no sandbox is created any more, also from a finished build.
+  sessions_.factory().cancelCreations();
   if (left > 0) {
     spdlog::warn("draining: {} call(s) still running are cancelled", left);
   } else {

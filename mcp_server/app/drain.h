@@ -1,7 +1,9 @@
 // The graceful end of a server (SIGTERM): new MCP sessions are refused at once, clients of
 // running calls are told, the warm pool stops, and running tool calls (tasks included) get up to
-// shutdown.grace_s to finish before the transport stops and every sandbox is removed. hurry() (a
-// second signal) cuts the wait short. Thread-safe: run() on one thread, hurry() from any.
+// shutdown.grace_s to finish. Then image builds still running are stopped and no sandbox starts
+// any more (SessionFactory::cancelCreations), the transport stops (cancelling the calls left) and
+// every sandbox is removed. hurry() (a second signal) cuts the wait short. Thread-safe: run() on
+// one thread, hurry() from any.
 #pragma once
 
 #include <chrono>

@@ -136,8 +136,9 @@ class Backend {
   // What the engine reports about an image; nullopt when it is not on the engine.
   [[nodiscard]] virtual std::optional<ImageFacts> inspectImage(const std::string& image) = 0;
   // Builds the plan once per content (plan and base id); returns the image tag. Throws
-  // SandboxError on a failed step, the deadline, or a missing runtime.
-  virtual std::string buildImage(const BuildRequest& request) = 0;
+  // SandboxError on a failed step, the deadline, a missing runtime, or promptly once `cancel`
+  // fires (the running step is stopped and nothing of the build is kept).
+  virtual std::string buildImage(const BuildRequest& request, const CancelToken& cancel) = 0;
   [[nodiscard]] virtual std::vector<std::string> runtimes() = 0;
   // Removes environments left by an earlier server instance; returns how many.
   virtual int removeOrphans() = 0;

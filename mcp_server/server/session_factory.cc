@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <optional>
 
 #include "server/sessions_log.h"
 
@@ -13,6 +14,13 @@ namespace server {
 namespace {
 
 using sandbox::SandboxError;
+
+// Why nothing starts once the server stops; `what` says what was stopped, if anything.
+std::string shuttingDown(const std::string& what = {}) {
+  return "the server is shutting down" + (what.empty() ? std::string() : ": " + what) +
+         ", and no new sandbox starts. Retry on a new MCP connection (initialize); a load "
+         "balancer sends it to another replica";
+}
 
 }  // namespace
 
@@ -57,6 +65,19 @@ SessionFactory::~SessionFactory() { stop(); }
 
 void SessionFactory::stop() noexcept {
   if (pool_) pool_->stop();
+}
+
+void SessionFactory::cancelCreations() noexcept {
+  stopping_.cancel();  // builds under way end within a fraction of a second
+}
+
+void SessionFactory::refuseToStart(const CancelToken* cancel) const {
+  if (stopping_.cancelled()) throw SandboxError(shuttingDown());
+  if (cancel != nullptr && cancel->cancelled()) {
+    throw SandboxError(
+        "cancelled: the call was cancelled before its sandbox started; nothing "
+        "was created");
+  }
 }
 
 WarmPool::Stats SessionFactory::poolStats() { return pool_ ? pool_->stats() : WarmPool::Stats{}; }
@@ -108,7 +129,7 @@ sandbox::ImageFacts SessionFactory::checkImageAllowed(const std::string& image,
   return *facts;
 }
 
-std::string SessionFactory::buildImage(const std::string& dockerfile) {
+std::string SessionFactory::buildImage(const std::string& dockerfile, CancelToken* cancel) {
   if (!config_.sandbox.allow_dockerfile) {
     throw SandboxError(
         "the dockerfile argument is off on this server. Omit it (and use image or the default "
@@ -132,11 +153,24 @@ std::string SessionFactory::buildImage(const std::string& dockerfile) {
   request.limits = baseLimits();
   request.timeout = std::chrono::seconds(config_.sandbox.build_timeout_s);
   request.max_size_mib = config_.sandbox.build_max_size_mib;
-  return backend_.buildImage(request);
+  // The build's own token fires when the call is cancelled or the server stops. The callbacks
+  // hold it by shared_ptr: one may still be running when this function returns.
+  const auto build_cancel = std::make_shared<CancelToken>();
+  const auto fire = [build_cancel] { build_cancel->cancel(); };
+  const CancelSubscription on_stop(stopping_, fire);
+  std::optional<CancelSubscription> on_cancel;
+  if (cancel != nullptr) on_cancel.emplace(*cancel, fire);
+  try {
+    return backend_.buildImage(request, *build_cancel);
+  } catch (const SandboxError& e) {
+    if (!build_cancel->cancelled()) throw;
+    if (stopping_.cancelled()) throw SandboxError(shuttingDown(e.what()));
+    throw SandboxError(std::string("cancelled: the call was cancelled, so ") + e.what());
+  }
 }
 
-std::string SessionFactory::resolveImage(const SessionOptions& options) {
-  if (!options.dockerfile.empty()) return buildImage(options.dockerfile);
+std::string SessionFactory::resolveImage(const SessionOptions& options, CancelToken* cancel) {
+  if (!options.dockerfile.empty()) return buildImage(options.dockerfile, cancel);
   if (options.image.empty()) return config_.sandbox.image;
   if (!config_.sandbox.allow_custom_images && options.image != config_.sandbox.image) {
     throw SandboxError(
@@ -192,10 +226,10 @@ sandbox::Limits SessionFactory::baseLimits() const {
   return limits;
 }
 
-sandbox::SandboxSpec SessionFactory::baseSpec(const SessionOptions& options) {
+sandbox::SandboxSpec SessionFactory::baseSpec(const SessionOptions& options, CancelToken* cancel) {
   sandbox::SandboxSpec spec;
   spec.runtime = resolveRuntime();
-  spec.image = resolveImage(options);
+  spec.image = resolveImage(options, cancel);
   spec.environment = options.environment;
   spec.volumes = options.volumes;
   spec.limits = baseLimits();
@@ -212,9 +246,13 @@ const SessionMetrics& SessionFactory::metrics() const noexcept {
 }
 
 std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const std::string& id,
-                                                const SessionOptions& options) {
+                                                const SessionOptions& options,
+                                                CancelToken* cancel) {
   const auto started = std::chrono::steady_clock::now();
-  sandbox::SandboxSpec spec = baseSpec(options);
+  refuseToStart(cancel);
+  sandbox::SandboxSpec spec = baseSpec(options, cancel);
+  // A build may have ended just as the server began stopping or the call was cancelled.
+  refuseToStart(cancel);
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {

@@ -1,8 +1,9 @@
 // Turns SessionOptions into a live Session: the sandbox spec from the operator's config, the image
 // (default, an allowed custom one, or a model's Dockerfile built under the image policy), volumes,
 // the MCP relay (McpGateway) when the options carry an mcp_allowlist, and a warm sandbox from the
-// pool when the options allow one. Knows nothing of owners, limits or which sessions exist: that
-// is SessionRegistry's.
+// pool when the options allow one. A build stops when the call that asked for it is cancelled or
+// the server stops (cancelCreations()); once stopping, no sandbox is started. Knows nothing of
+// owners, limits or which sessions exist: that is SessionRegistry's.
 // Thread-safe: create() may run concurrently (each call blocks on the engine, outside any lock).
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "common/cancel_token.h"
 #include "config/config.h"
 #include "sandbox/backend.h"
 #include "sandbox/runtime_dir.h"
@@ -45,9 +47,12 @@ class SessionFactory {
   SessionFactory& operator=(const SessionFactory&) = delete;
 
   // A new session `id` of `owner` with `options`; throws sandbox::SandboxError with text that
-  // says what to change (image not allowed, Dockerfile off, no sidecar, engine errors).
+  // says what to change (image not allowed, Dockerfile off, no sidecar, engine errors, the
+  // server shutting down). `cancel`, when given, is the asking call's: its firing stops a
+  // Dockerfile build under way ("cancelled: ...") and no sandbox is started for it.
   [[nodiscard]] std::shared_ptr<Session> create(const std::string& owner, const std::string& id,
-                                                const SessionOptions& options);
+                                                const SessionOptions& options,
+                                                CancelToken* cancel = nullptr);
 
   // Runtime new sandboxes get ("runsc" or "runc"), resolved once; throws when runsc is missing
   // and sandbox.allow_runc_fallback is off.
@@ -58,21 +63,30 @@ class SessionFactory {
   [[nodiscard]] const SessionMetrics& metrics() const noexcept;
   // Stops the warm pool and destroys its ready sandboxes; create() then always starts cold.
   void stop() noexcept;
+  // The server is stopping (a drain past shutdown.grace_s, or shutdown): builds under way stop
+  // at once and every create() from now on is refused, also one whose build just finished.
+  // (The warm pool is stop()'s.)
+  void cancelCreations() noexcept;
 
  private:
   // Image builds running at once, server-wide (each runs gVisor steps and writes image layers).
   static constexpr int kMaxConcurrentBuilds = 2;
   class BuildSlot;
 
-  [[nodiscard]] std::string resolveImage(const SessionOptions& options);
+  [[nodiscard]] std::string resolveImage(const SessionOptions& options, CancelToken* cancel);
   // The image's facts when the operator's image policy allows it; else a SandboxError saying
   // what the operator must configure. `what` names the argument ("image", "dockerfile FROM").
   sandbox::ImageFacts checkImageAllowed(const std::string& image, const std::string& what);
-  // Parses, checks and builds a model's Dockerfile (sandbox.allow_dockerfile only).
-  [[nodiscard]] std::string buildImage(const std::string& dockerfile);
+  // Parses, checks and builds a model's Dockerfile (sandbox.allow_dockerfile only); stops when
+  // `cancel` (if any) fires or the server stops.
+  [[nodiscard]] std::string buildImage(const std::string& dockerfile, CancelToken* cancel);
+  // Throws "the server is shutting down" once cancelCreations() ran, "cancelled" once `cancel`
+  // fired: nothing may start then.
+  void refuseToStart(const CancelToken* cancel) const;
   [[nodiscard]] sandbox::Limits baseLimits() const;
   // The spec every session with these options gets, before session-specific labels and mounts.
-  [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options);
+  [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options,
+                                              CancelToken* cancel = nullptr);
   [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,
                                                         const SessionOptions& options);
 
@@ -83,6 +97,7 @@ class SessionFactory {
   std::mutex runtime_mutex_;
   std::optional<std::string> runtime_;  // resolved once, on first use
   std::atomic<int> running_builds_{0};
+  CancelToken stopping_;            // fired by cancelCreations(); every build subscribes to it
   std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
 };
 

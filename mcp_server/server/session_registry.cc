@@ -78,7 +78,7 @@ std::optional<std::string> SessionRegistry::checkSessionId(const std::string& id
 
 SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, const std::string& id,
                                                    const SessionOptions& options,
-                                                   bool options_given) {
+                                                   bool options_given, CancelToken* cancel) {
   const std::string session_id = id.empty() ? "s-" + common::randomHex(8) : id;
   if (auto problem = checkSessionId(session_id)) throw SandboxError(*problem);
 
@@ -125,7 +125,7 @@ SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, con
     break;
   }
   try {
-    auto session = factory_->create(owner, session_id, options);
+    auto session = factory_->create(owner, session_id, options, cancel);
     promise.set_value(session);
     if (lost_reason) {
       log()->info("session {}: started a fresh sandbox; the previous one was lost", session_id);
@@ -338,7 +338,8 @@ ExecutionClaim SessionRegistry::claimExecutionSlot(const std::string& owner) {
 }
 
 void SessionRegistry::shutdown() {
-  factory_->stop();  // no pool refills while the sessions go
+  factory_->cancelCreations();  // no builds or new sandboxes while the sessions go
+  factory_->stop();             // nor pool refills
   std::vector<Pending> doomed;
   {
     std::lock_guard lock(mutex_);

@@ -42,8 +42,9 @@ class SessionRegistry {
   // Returns the owner's session `id`, creating it (with `options`) when it does not exist yet.
   // An empty id creates a session with a fresh id. Options passed for an existing session must
   // match the ones it was created with. Throws sandbox::SandboxError with actionable text.
+  // `cancel` (the calling request's) stops a creation it started, e.g. a Dockerfile build.
   Acquired acquire(const std::string& owner, const std::string& id, const SessionOptions& options,
-                   bool options_given);
+                   bool options_given, CancelToken* cancel = nullptr);
 
   // What find() does with a session whose sandbox is still being created (an image build can
   // take minutes): wait for it, or refuse at once (a request that must not hold its thread).
@@ -67,7 +68,8 @@ class SessionRegistry {
   [[nodiscard]] std::size_t size();
   // Lets every session's MCP sidecar count what it decided since the last call (the metrics).
   void refreshSidecarCounts();
-  // Stops the factory's warm pool, then destroys every session; acquire() refuses from now on.
+  // Stops creations under way (builds) and the factory's warm pool, then destroys every session;
+  // acquire() refuses from now on.
   void shutdown();
 
   // One of the server's execution.max_concurrent slots and one of the owner's

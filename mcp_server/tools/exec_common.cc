@@ -271,7 +271,8 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   const auto parsed = parseSessionOptions(arguments, ctx.config);
   const auto slot = ctx.sessions.claimExecutionSlot(ctx.owner);
   const std::string requested_id = arguments.value("session_id", "");
-  auto acquired = ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given);
+  auto acquired =
+      ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given, &ctx.cancel);
   server::SessionUse session(acquired.session);
   std::vector<std::string> warnings;
   if (acquired.lost_reason) {

@@ -1,6 +1,7 @@
 // The Docker backend's housekeeping against the real dockerd with the real sandbox-agent:
 // containers removed on destroy, after the server vanished, as orphans of dead servers and after
-// failed creations; images built once (our builder, RUN under gVisor) and reused; health checks.
+// failed creations; images built once (our builder, RUN under gVisor) and reused, a cancelled
+// build stopped mid-step; health checks.
 // A global sweep (docker_test_support.cc) fails the run if any container is left behind.
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "docker_test_support.h"
 #include "sandbox/docker/image_builder.h"
@@ -87,8 +89,9 @@ TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
   const auto request =
       buildRequest(backend, "FROM sandbox-mcp/python:latest\nENV NONCE=" + uniqueSuffix() +
                                 "\nRUN echo hi > /x && echo $NONCE > /nonce\nUSER 65534\n");
+  const CancelToken never;
   auto start = Clock::now();
-  const std::string tag = backend.buildImage(request);
+  const std::string tag = backend.buildImage(request, never);
   std::printf("[ metric ] buildImage (runsc-build, one RUN): %.1f ms\n", msSince(start));
   struct ImageGuard {
     EngineClient& engine;
@@ -107,7 +110,7 @@ TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
   EXPECT_EQ(facts->labels.at(std::string(kLabelBuiltBase)), request.base_id);
 
   start = Clock::now();
-  EXPECT_EQ(backend.buildImage(request), tag);
+  EXPECT_EQ(backend.buildImage(request, never), tag);
   const double cached_ms = msSince(start);
   std::printf("[ metric ] buildImage cache hit: %.1f ms\n", cached_ms);
   EXPECT_LT(cached_ms, 1000.0);
@@ -121,13 +124,74 @@ TEST(DockerBackend, BuildsImagesOnceAndUsesThem) {
 
   try {
     (void)backend.buildImage(
-        buildRequest(backend, "FROM sandbox-mcp/python:latest\nRUN echo oops; exit 7\n"));
+        buildRequest(backend, "FROM sandbox-mcp/python:latest\nRUN echo oops; exit 7\n"), never);
     FAIL() << "expected SandboxError";
   } catch (const SandboxError& e) {
     EXPECT_NE(std::string(e.what()).find("failed with exit code 7"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("oops"), std::string::npos) << e.what();
   }
 }
+
+// Running containers of our builder (named kBuildContainerPrefix...) whose command has `part`.
+std::vector<std::string> runningBuildSteps(EngineClient& engine, const std::string& part) {
+  const nlohmann::json filters = {{"name", {std::string(kBuildContainerPrefix)}}};
+  std::vector<std::string> ids;
+  for (const auto& item :
+       engine.request(Method::kGet, "/containers/json?all=1&filters=" + urlEncode(filters.dump()))
+           .json()) {
+    if (item.value("State", "") == "running" &&
+        item.value("Command", "").find(part) != std::string::npos) {
+      ids.push_back(item.at("Id").get<std::string>());
+    }
+  }
+  return ids;
+}
+
+// A cancelled build stops its running step at once (not at the step's end or the deadline):
+// the step's container is removed and no image is kept, not even the earlier step's layer.
+TEST(DockerBackend, ACancelledBuildStopsItsRunningStepAndKeepsNothing) {
+  const std::string instance = "it-" + uniqueSuffix();
+  DockerBackend backend(options(instance));
+  const auto request = buildRequest(backend, "FROM sandbox-mcp/python:latest\nRUN echo " +
+                                                 uniqueSuffix() + " > /a\nRUN sleep 90\n");
+  CancelToken cancel;
+  std::string step;
+  Clock::time_point cancelled_at;
+  std::thread canceller([&] {
+    const auto deadline = Clock::now() + 60s;
+    while (Clock::now() < deadline && runningBuildSteps(backend.engine(), "sleep 90").empty()) {
+      std::this_thread::sleep_for(50ms);
+    }
+    const auto steps = runningBuildSteps(backend.engine(), "sleep 90");
+    if (!steps.empty()) step = steps.front();
+    cancelled_at = Clock::now();
+    cancel.cancel();
+  });
+  std::string error;
+  try {
+    (void)backend.buildImage(request, cancel);
+  } catch (const SandboxError& e) {
+    error = e.what();
+  }
+  const auto returned = Clock::now();
+  canceller.join();
+  ASSERT_FALSE(step.empty()) << "the RUN step never ran: " << error;
+  const double ms = std::chrono::duration<double, std::milli>(returned - cancelled_at).count();
+  std::printf("[ metric ] cancelled build returned %.1f ms after the cancel\n", ms);
+  EXPECT_LT(ms, 5000.0) << "the build went on after its cancel";
+  EXPECT_NE(error.find("the build was stopped at the RUN step at dockerfile line 3"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(inspect(backend.engine(), step)) << "the step's container was left behind";
+  // Step commits carry the build containers' labels, this backend's instance among them.
+  const json filters = {{"label", {std::string(kLabelInstance) + "=" + instance}}};
+  EXPECT_TRUE(backend.engine()
+                  .request(Method::kGet, "/images/json?all=1&filters=" + urlEncode(filters.dump()))
+                  .json()
+                  .empty())
+      << "the committed first step was kept";
+}
+
 TEST(DockerBackend, FailedCreationsLeaveNothingBehind) {
   {
     DockerBackend backend(options());

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -144,10 +145,12 @@ class FakeBackend : public sandbox::Backend {
     if (!imageExists(image)) return std::nullopt;
     return sandbox::ImageFacts{"sha256:" + image, {image}, {}, {}};
   }
-  std::string buildImage(const sandbox::BuildRequest& request) override {
-    std::lock_guard lock(spec_mutex);
-    last_build = request;
-    return "built:1";
+  std::string buildImage(const sandbox::BuildRequest& request, const CancelToken& cancel) override {
+    {
+      std::lock_guard lock(spec_mutex);
+      last_build = request;
+    }
+    return on_build ? on_build(cancel) : "built:1";
   }
   std::vector<std::string> runtimes() override { return runtime_names; }
   int removeOrphans() override { return 0; }
@@ -165,6 +168,8 @@ class FakeBackend : public sandbox::Backend {
   sandbox::SandboxSpec last_spec;    // guarded by spec_mutex while a warm pool may be filling
   sandbox::BuildRequest last_build;  // guarded by spec_mutex
   std::vector<std::string> runtime_names{"runc", "runsc"};
+  // When set, buildImage() runs it (e.g. to block until cancelled) and returns its tag.
+  std::function<std::string(const CancelToken&)> on_build;
 };
 
 }  // namespace testing_support

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -129,6 +130,86 @@ TEST_F(SessionFactoryTest, ADockerfileIsBuiltOnlyWhenEnabledFromAnAllowedBase) {
 
   options.dockerfile = "FROM missing:latest\n";
   EXPECT_NE(refusal(options).find("dockerfile FROM image 'missing:latest'"), std::string::npos);
+}
+
+// A fake build that runs until its token fires (at most `limit`, so that code which never
+// cancels fails the test instead of hanging it); `running` turns true once it began.
+std::function<std::string(const CancelToken&)> buildUntilCancelled(std::atomic<bool>& running,
+                                                                   std::chrono::seconds limit) {
+  return [&running, limit](const CancelToken& cancel) -> std::string {
+    running = true;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!cancel.cancelled() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    if (!cancel.cancelled()) return "built:1";
+    throw SandboxError("the build was stopped at the RUN step at dockerfile line 2; no image kept");
+  };
+}
+
+TEST_F(SessionFactoryTest, ACancelledCallStopsItsBuildAndStartsNoSandbox) {
+  cfg.sandbox.allow_dockerfile = true;
+  std::atomic<bool> running{false};
+  backend.on_build = buildUntilCancelled(running, 10s);
+  SessionOptions options;
+  options.dockerfile = "FROM " + cfg.sandbox.image + "\nRUN sleep 90\n";
+  CancelToken call;
+  std::thread client([&] {
+    eventually([&] { return running.load(); });
+    call.cancel();  // notifications/cancelled, or tasks/cancel
+  });
+  std::string error;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    (void)factory().create("alice", "a", options, &call);
+  } catch (const SandboxError& e) {
+    error = e.what();
+  }
+  client.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "the build ignored the cancel";
+  EXPECT_EQ(error.rfind("cancelled: ", 0), 0U) << error;
+  EXPECT_NE(error.find("line 2"), std::string::npos) << "the builder's detail is kept: " << error;
+  EXPECT_EQ(backend.created, 0) << "a sandbox was started for a cancelled call";
+}
+
+TEST_F(SessionFactoryTest, StoppingTheServerStopsBuildsAndStartsNothing) {
+  cfg.sandbox.allow_dockerfile = true;
+  std::atomic<bool> running{false};
+  backend.on_build = buildUntilCancelled(running, 10s);
+  SessionOptions options;
+  options.dockerfile = "FROM " + cfg.sandbox.image + "\nRUN sleep 90\n";
+  std::thread drain([&] {
+    eventually([&] { return running.load(); });
+    factory().cancelCreations();  // a drain past shutdown.grace_s
+  });
+  std::string error;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    (void)factory().create("alice", "a", options);
+  } catch (const SandboxError& e) {
+    error = e.what();
+  }
+  drain.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "the build ignored the drain";
+  EXPECT_EQ(error.rfind("the server is shutting down: the build was stopped", 0), 0U) << error;
+  EXPECT_EQ(backend.created, 0);
+
+  const auto later = refusal(SessionOptions{});
+  EXPECT_EQ(later.rfind("the server is shutting down", 0), 0U) << later;
+  EXPECT_EQ(backend.created, 0) << "nothing starts once the server is stopping";
+}
+
+TEST_F(SessionFactoryTest, ABuildThatEndsAsTheServerStopsStartsNoSandbox) {
+  cfg.sandbox.allow_dockerfile = true;
+  backend.on_build = [this](const CancelToken&) {
+    factory().cancelCreations();  // the drain's grace ran out while the last step committed
+    return std::string("built:1");
+  };
+  SessionOptions options;
+  options.dockerfile = "FROM " + cfg.sandbox.image + "\nRUN true\n";
+  const auto refused = refusal(options);
+  EXPECT_EQ(refused.rfind("the server is shutting down", 0), 0U) << refused;
+  EXPECT_EQ(backend.created, 0) << "a sandbox was started from the new image during shutdown";
 }
 
 TEST_F(SessionFactoryTest, AnAllowlistWithoutAnMcpSidecarIsRefused) {

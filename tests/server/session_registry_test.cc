@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -171,6 +172,34 @@ TEST_F(SessionRegistryTest, ShutdownDestroysEverySessionAndRefusesNewOnes) {
   EXPECT_EQ(registry().size(), 0U);
   EXPECT_NE(errorOf([&] { (void)acquire("alice", "c"); }).find("shutting down"), std::string::npos);
   registry().shutdown();  // idempotent
+}
+
+// Shutdown does not wait for a session's image build: it stops it, and the caller is told.
+TEST_F(SessionRegistryTest, ShutdownStopsABuildUnderWayInsteadOfWaitingForIt) {
+  cfg.sandbox.allow_dockerfile = true;
+  std::atomic<bool> building{false};
+  backend.on_build = [&building](const CancelToken& cancel) -> std::string {
+    building = true;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;  // a 90 s step, shortened
+    while (!cancel.cancelled() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    if (!cancel.cancelled()) return "built:1";
+    throw SandboxError("the build was stopped at the RUN step at dockerfile line 2");
+  };
+  SessionOptions options;
+  options.dockerfile = "FROM " + cfg.sandbox.image + "\nRUN sleep 90\n";
+  auto& sessions = registry();
+  std::string error;
+  std::thread caller(
+      [&] { error = errorOf([&] { (void)sessions.acquire("alice", "a", options, true); }); });
+  ASSERT_TRUE(eventually([&] { return building.load(); }));
+  const auto started = std::chrono::steady_clock::now();
+  sessions.shutdown();
+  caller.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "shutdown waited for the build";
+  EXPECT_EQ(error.rfind("the server is shutting down", 0), 0U) << error;
+  EXPECT_EQ(backend.created, 0) << "a sandbox was started from the image during shutdown";
 }
 
 TEST_F(SessionRegistryTest, IdleSessionsExpireButOnesInUseStay) {

@@ -252,7 +252,7 @@ std::optional<ImageFacts> DockerBackend::inspectImage(const std::string& image) 
   return facts;
 }
 
-std::string DockerBackend::buildImage(const BuildRequest& request) {
+std::string DockerBackend::buildImage(const BuildRequest& request, const CancelToken& cancel) {
   const auto available = runtimes();
   if (std::find(available.begin(), available.end(), request.runtime) == available.end()) {
     throw SandboxError(
@@ -263,7 +263,7 @@ std::string DockerBackend::buildImage(const BuildRequest& request) {
         "sandbox.build_runtime");
   }
   ImageBuilder builder(*engine_, ownership_labels_);
-  auto tag = builder.build(request);
+  auto tag = builder.build(request, cancel);
   (void)collectBuiltImages();
   return tag;
 }

@@ -53,7 +53,7 @@ class DockerBackend final : public Backend {
   [[nodiscard]] bool imageExists(const std::string& image) override;
   [[nodiscard]] std::optional<ImageFacts> inspectImage(const std::string& image) override;
   // Our own builder (image_builder.h), never dockerd's /build; then garbage-collects.
-  std::string buildImage(const BuildRequest& request) override;
+  std::string buildImage(const BuildRequest& request, const CancelToken& cancel) override;
   [[nodiscard]] std::vector<std::string> runtimes() override;
   // See ownership.h for the rule that decides what is an orphan. Also collects built images.
   int removeOrphans() override;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "common/random_id.h"
 #include "sandbox/docker/docker_backend.h"
@@ -17,6 +18,10 @@ using nlohmann::json;
 
 constexpr std::int64_t kMiB = std::int64_t{1024} * 1024;
 constexpr std::size_t kLogTailBytes = 2000;
+// How often a running step's state is read: soon at first (most steps are short), then every
+// kLongestPoll, which bounds how long a cancelled step keeps running.
+constexpr std::chrono::milliseconds kFirstPoll{10};
+constexpr std::chrono::milliseconds kLongestPoll{200};
 
 // The image configuration the Dockerfile builds up; RUN steps run with it.
 struct ImageConfig {
@@ -159,13 +164,21 @@ std::string timeoutMessage(const BuildRequest& request, int line) {
          std::to_string(line) + "; the step was stopped. Make the build shorter";
 }
 
+std::string cancelledMessage(int line) {
+  return (line > 0 ? "the build was stopped at the RUN step at dockerfile line " +
+                         std::to_string(line) + " (its container was removed)"
+                   : std::string("the build was stopped before its final commit")) +
+         "; no image was kept";
+}
+
 class Build {
  public:
   Build(EngineClient& engine, const std::map<std::string, std::string>& labels,
-        const BuildRequest& request)
+        const BuildRequest& request, const CancelToken& cancel)
       : engine_(engine),
         labels_(labels),
         request_(request),
+        cancel_(cancel),
         deadline_(Clock::now() + request.timeout) {}
 
   // Returns the id of the last committed image (the base when there was no RUN).
@@ -176,6 +189,7 @@ class Build {
         apply(config, step);
         continue;
       }
+      stopIfCancelled(step.line);
       image = runStep(image, config, step);
       committed_.push_back(image);
     }
@@ -184,6 +198,7 @@ class Build {
 
   // Commits `image` with the final config and our labels as repo:tag.
   void finish(const std::string& image, ImageConfig config, const std::string& hash) {
+    stopIfCancelled(0);
     config.labels[std::string(kLabelBuilt)] = "1";
     config.labels[std::string(kLabelBuiltBase)] = request_.base_id;
     config.labels[std::string(kLabelBuiltHash)] = hash;
@@ -217,6 +232,10 @@ class Build {
   // on the image too (commit merges them), where a session's own ownership labels override them.
   json containerLabels() const { return labels_; }
 
+  void stopIfCancelled(int line) const {
+    if (cancel_.cancelled()) throw SandboxError(cancelledMessage(line));
+  }
+
   std::string create(const json& body) {
     const std::string name = std::string(kBuildContainerPrefix) + common::randomHex(6);
     return engine_.request(Method::kPost, "/containers/create?name=" + name, body)
@@ -237,11 +256,9 @@ class Build {
     if (Clock::now() >= deadline_) throw SandboxError(timeoutMessage(request_, step.line));
     StepContainer container(engine_, create(body));
     engine_.request(Method::kPost, "/containers/" + container.id() + "/start");
-    const auto exit_code = waitForExit(container.id(), step.line);
+    const auto state = waitForExit(container.id(), step.line);
+    const auto exit_code = state.value("ExitCode", std::int64_t{-1});
     if (exit_code != 0) {
-      const auto state = engine_.request(Method::kGet, "/containers/" + container.id() + "/json")
-                             .json()
-                             .value("State", json::object());
       const bool oom = state.value("OOMKilled", false) || exit_code == 137;
       throw SandboxError(
           "the RUN step at dockerfile line " + std::to_string(step.line) +
@@ -273,25 +290,29 @@ class Build {
     }
   }
 
-  std::int64_t waitForExit(const std::string& id, int line) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
-    try {
-      if (left.count() <= 0) throw EngineError(0, "deadline", "wait");
-      return engine_
-          .request(Method::kPost, "/containers/" + id + "/wait", std::nullopt,
-                   std::max(left, std::chrono::milliseconds(1)))
-          .json()
-          .value("StatusCode", std::int64_t{-1});
-    } catch (const EngineError& e) {
-      if (e.status() != 0 || Clock::now() < deadline_ - std::chrono::milliseconds(50)) throw;
-      throw SandboxError(timeoutMessage(request_, line));
+  // The step's State once it exited. Read in short slices rather than one blocking POST /wait,
+  // so that a cancelled call or a stopping server ends the step within a slice (StepContainer
+  // then kills and removes it); the build's deadline ends it too.
+  json waitForExit(const std::string& id, int line) {
+    std::chrono::milliseconds pause = kFirstPoll;
+    for (;;) {
+      stopIfCancelled(line);
+      auto state = engine_.request(Method::kGet, "/containers/" + id + "/json")
+                       .json()
+                       .value("State", json::object());
+      const auto status = state.value("Status", std::string());
+      if (status == "exited" || status == "dead") return state;
+      const auto now = Clock::now();
+      if (now >= deadline_) throw SandboxError(timeoutMessage(request_, line));
+      std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline_ - now));
+      pause = std::min(pause * 2, kLongestPoll);
     }
   }
 
   EngineClient& engine_;
   const std::map<std::string, std::string>& labels_;
   const BuildRequest& request_;
+  const CancelToken& cancel_;
   const Clock::time_point deadline_;
   std::vector<std::string> committed_;
   std::int64_t added_bytes_ = 0;
@@ -313,7 +334,7 @@ std::string buildContentHash(const BuildRequest& request) {
   return shortContentHash(describePlan(request));
 }
 
-std::string ImageBuilder::build(const BuildRequest& request) {
+std::string ImageBuilder::build(const BuildRequest& request, const CancelToken& cancel) {
   const std::string hash = buildContentHash(request);
   std::string tag = std::string(kBuildRepository) + ":" + hash;
   try {
@@ -328,7 +349,7 @@ std::string ImageBuilder::build(const BuildRequest& request) {
   const auto base = engine_.request(Method::kGet, "/images/" + request.base_id + "/json").json();
   logger().info("building image {} from {} ({} RUN step(s) under {}, no network)", tag,
                 request.plan.from, request.plan.runCount(), request.runtime);
-  Build build(engine_, labels_, request);
+  Build build(engine_, labels_, request, cancel);
   try {
     ImageConfig config = configOf(base);
     const std::string last = build.runSteps(config);

@@ -5,7 +5,8 @@
 // so the step's changes reach the container's layer), network none, the sandbox's memory, CPU and
 // pids limits, a small capability set (inside gVisor only), and the build's deadline; the step is
 // then committed (POST /commit). ENV, WORKDIR, USER and LABEL only change the final image's
-// config. Containers are always removed; a failed build removes the images it committed.
+// config. Containers are always removed; a failed build removes the images it committed. A build
+// stops when its cancel token fires (the running step's container is killed and removed).
 // The result is tagged sandbox-mcp-build:<hash> and labelled (image_policy.h kLabelBuilt*), so
 // the image policy and the garbage collector (built_images.h) recognise it.
 // Thread-safe: build() may run concurrently (distinct containers and images).
@@ -14,6 +15,7 @@
 #include <map>
 #include <string>
 
+#include "common/cancel_token.h"
 #include "sandbox/backend.h"
 #include "sandbox/docker/engine_client.h"
 
@@ -39,8 +41,10 @@ class ImageBuilder {
   ImageBuilder(EngineClient& engine, std::map<std::string, std::string> labels)
       : engine_(engine), labels_(std::move(labels)) {}
 
-  // Returns the tag; reuses an existing image of the same content (and marks it used).
-  std::string build(const BuildRequest& request);
+  // Returns the tag; reuses an existing image of the same content (and marks it used). Throws
+  // SandboxError when a step fails, at the deadline, and within a fraction of a second of
+  // `cancel` firing: the running step's container is removed and nothing is committed.
+  std::string build(const BuildRequest& request, const CancelToken& cancel);
 
  private:
   EngineClient& engine_;
