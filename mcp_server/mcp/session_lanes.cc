@@ -49,7 +49,9 @@ void SessionLanes::Place::whenTurn(std::function<void()> go) {
     auto& line = lanes_->lines_.at(key_);
     if (line.front().number != number_) {
       for (auto& waiting : line) {
-        if (waiting.number == number_) waiting.go = std::move(go);
+        if (waiting.number != number_) continue;
+        waiting.go = std::move(go);
+        break;
       }
       return;
     }
