@@ -59,15 +59,18 @@ class CancelledBuild : public ServerFixture {
     const auto reply = endpoint->handle(message, ctx);
     return reply ? *reply : json();
   }
-  // True once the `sleep 90` step's container runs.
+  // True once the `sleep 90` step's container runs (read from the listing: an earlier step's
+  // container may be removed between a listing and an inspect).
   bool sleepStepRunning() {
+    const json filters = {{"name", {std::string(sandbox::docker::kBuildContainerPrefix)}}};
     const auto deadline = Clock::now() + 90s;
     while (Clock::now() < deadline) {
-      for (const auto& id : buildContainers(backend->engine())) {
-        const auto info =
-            backend->engine().request(Method::kGet, "/containers/" + id + "/json").json();
-        const auto cmd = info["Config"].value("Cmd", json::array()).dump();
-        if (info["State"].value("Running", false) && cmd.find("sleep 90") != std::string::npos) {
+      for (const auto& item :
+           backend->engine()
+               .request(Method::kGet, "/containers/json?filters=" + urlEncode(filters.dump()))
+               .json()) {
+        if (item.value("State", "") == "running" &&
+            item.value("Command", "").find("sleep 90") != std::string::npos) {
           return true;
         }
       }
