@@ -28,7 +28,8 @@ fi
 
 mkdir -p "${build_dir}/corpus" "${build_dir}/artifacts"
 binary="${build_dir}/jsonrpc_fuzzer"
-sources=("${repo}/mcp_server/jsonrpc/dispatcher.cc" "${here}/transport_jsonrpc_fuzzer.cc")
+sources=("${repo}/mcp_server/jsonrpc/dispatcher.cc" "${repo}/mcp_server/jsonrpc/reply.cc"
+         "${here}/transport_jsonrpc_fuzzer.cc")
 headers=("${repo}"/mcp_server/common/*.h "${repo}"/mcp_server/jsonrpc/*.h
          "${repo}/mcp_server/transport/message_util.h")
 
