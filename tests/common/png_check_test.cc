@@ -212,6 +212,16 @@ TEST(PngCheck, AChunkLengthPastTheEndIsRefusedNotRead) {
   }
 }
 
+TEST(PngCheck, SaysWhenOnlyTheDecodedSizeWasTooLarge) {
+  const PngShape rgb;  // 392 bytes of scanlines
+  EXPECT_TRUE(common::checkPng(makePng(rgb), {1568, 391}).too_large);
+  EXPECT_TRUE(common::checkPng(makePng(rgb), {1568, 392}));
+  std::string bad_crc = makePng(rgb);
+  bad_crc[bad_crc.size() - 1] ^= 0x01;  // IEND's CRC
+  EXPECT_FALSE(common::checkPng(bad_crc, {1568, 391}).too_large);
+  EXPECT_FALSE(common::checkPng(makePng({2000, 1, 8, 0, 0}), {1568, 1 << 20}).too_large);
+}
+
 // The check runs on every image a cell shows: a 1 MiB PNG that does not compress costs about a
 // millisecond or two in a release build; this bound only catches a check gone quadratic.
 TEST(PngCheck, AOneMebibytePngChecksQuickly) {

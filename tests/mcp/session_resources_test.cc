@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/base64.h"
+#include "common/png_check.h"
 #include "fake_backend.h"
 #include "jsonrpc/errors.h"
 #include "mcp/mcp_server.h"
@@ -237,6 +238,50 @@ TEST_F(SessionResourcesTest, FiguresComeAsImageContentWithTheFullSizeListedAsARe
     listed = listed || (resource["uri"] == image["uri"] && resource["mimeType"] == "image/png");
   }
   EXPECT_TRUE(listed);
+}
+
+TEST_F(SessionResourcesTest, ImagesThatFailThePngCheckAreNotSentAndTheWarningsSayWhy) {
+  const json result = call(*alice, "run_code", {{"code", "forged-figures"}});
+  const json& structured = result["structuredContent"];
+  const std::string sid = structured["session_id"];
+  ASSERT_EQ(structured["images"].size(), 1U) << result;
+  EXPECT_EQ(structured["images"][0]["path"], "/tmp/.sandbox-mcp/figures/figure-1-2.png");
+  ASSERT_EQ(result["content"].size(), 2U) << result;
+  EXPECT_EQ(result["content"][1]["type"], "image");
+  const auto png = common::base64Decode(result["content"][1]["data"].get<std::string>());
+  ASSERT_TRUE(png);
+  EXPECT_TRUE(common::checkPng(*png)) << "the real one is sent";
+
+  const std::string figures = "/tmp/.sandbox-mcp/figures/figure-1-";
+  const json expected = {
+      "image 1 of 3 shown was not sent: it failed the PNG check (chunk 1 (IHDR) fails its CRC "
+      "check); the file stays in the sandbox at " +
+          figures + "1.png (resources/read sandbox://" + sid + figures + "1.png)",
+      "image 3 of 3 shown was not sent: it failed the PNG check (the image data inflates to more "
+      "than the 3630 bytes its IHDR implies (a decompression bomb)); the file stays in the "
+      "sandbox at " +
+          figures + "3.png (resources/read sandbox://" + sid + figures + "3.png)"};
+  EXPECT_EQ(structured["warnings"], expected);
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("warning: image 1 of 3 shown was not sent"), std::string::npos) << text;
+  EXPECT_NE(text.find("[image 1: 40x30 PNG, sent at 40x30"), std::string::npos) << text;
+}
+
+TEST_F(SessionResourcesTest, TheImagesOfOneCallShareABoundOnWhatTheyDecodeTo) {
+  // Each decodes to 19,670,560 bytes: six fit in 2 x 67,112,960, the seventh and eighth do not.
+  const json result = call(*alice, "run_code", {{"code", "big-figures"}});
+  const json& structured = result["structuredContent"];
+  EXPECT_EQ(structured["images"].size(), 6U) << structured.dump().substr(0, 2000);
+  ASSERT_EQ(structured["warnings"].size(), 2U) << structured.dump().substr(0, 2000);
+  for (const auto& [index, number] : {std::pair{0, "7"}, std::pair{1, "8"}}) {
+    const std::string warning = structured["warnings"][index];
+    EXPECT_EQ(warning.find(std::string("image ") + number + " of 8 shown was not sent"), 0U)
+        << warning;
+    EXPECT_NE(warning.find("would decode to more than the 16202560 bytes allowed); the images of "
+                           "one call may decode to 134225920 bytes in all; the file stays"),
+              std::string::npos)
+        << warning;
+  }
 }
 
 TEST_F(SessionResourcesTest, ShellAndJavascriptGiveTextOnly) {
