@@ -41,6 +41,8 @@ class FakeSandbox : public sandbox::Sandbox {
   // "forged-figures" shows a real PNG between two that are PNGs only by their header (as
   // sandbox code can make them); "big-figures" shows 8 PNGs of 1568x1568 px that decode to
   // 19,670,560 bytes each; anything else succeeds with stdout "ran: <code>".
+  // A file whose name ends in ".racing" claims 100 bytes more than a read returns, as a file
+  // that shrinks while it is read.
   sandbox::ExecResult exec(const sandbox::ExecRequest& request, CancelToken& cancel,
                            const sandbox::OutputCallback& on_output) override {
     sandbox::ExecResult result;
@@ -131,7 +133,8 @@ class FakeSandbox : public sandbox::Sandbox {
                                    std::size_t length) override {
     const std::string whole = readFile(path, 0);
     if (offset > whole.size()) throw sandbox::SandboxError("Offset past the end: " + path);
-    return {whole.substr(offset, length), offset, whole.size()};
+    const bool racing = path.size() > 7 && path.substr(path.size() - 7) == ".racing";
+    return {whole.substr(offset, length), offset, whole.size() + (racing ? 100 : 0)};
   }
   sandbox::FileListing listFiles(const std::string&) override {
     std::lock_guard lock(mutex_);
