@@ -296,7 +296,7 @@ Refusal inflateImageData(const Layout& layout, std::uint64_t expected) {
   if (!inflater.ready()) return "the image data could not be checked (zlib did not start)";
   z_stream& stream = inflater.stream();
   ScanlineFilters filters(passesOf(layout.header));
-  std::vector<unsigned char> out(kInflateBufferBytes);
+  std::vector<unsigned char> out(std::min<std::uint64_t>(kInflateBufferBytes, expected + 1));
   std::uint64_t produced = 0;
   int status = Z_OK;
   for (const auto data : layout.image_data) {

@@ -222,6 +222,39 @@ TEST(PngCheck, SaysWhenOnlyTheDecodedSizeWasTooLarge) {
   EXPECT_FALSE(common::checkPng(makePng({2000, 1, 8, 0, 0}), {1568, 1 << 20}).too_large);
 }
 
+// Under the sanitizers: each prefix is its own allocation, so a read past the end is caught.
+TEST(PngCheck, EveryTruncationAndEveryFlippedBitIsRefused) {
+  const std::string valid = makePng({7, 5, 8, 6, 1});
+  ASSERT_TRUE(common::checkPng(valid));
+  for (std::size_t size = 0; size < valid.size(); ++size) {
+    const std::string prefix = valid.substr(0, size);
+    EXPECT_FALSE(common::checkPng(prefix)) << "cut at " << size;
+  }
+  // Every byte is the signature, a length, a type, data under a CRC, or a CRC.
+  for (std::size_t at = 0; at < valid.size(); ++at) {
+    for (unsigned bit = 0; bit < 8; ++bit) {
+      std::string flipped = valid;
+      flipped[at] = static_cast<char>(flipped[at] ^ (1U << bit));
+      EXPECT_FALSE(common::checkPng(flipped)) << "byte " << at << " bit " << bit;
+    }
+  }
+}
+
+// Corrupt image data under a right CRC reaches zlib: refused or, if zlib takes it, exactly sized.
+TEST(PngCheck, CorruptImageDataUnderARightCrcNeverReadsOrWritesOutOfBounds) {
+  const PngShape shape{7, 5, 8, 6, 1};
+  const std::string compressed = zlibCompress(rawScanlines(shape));
+  const auto expected = rawScanlines(shape).size();
+  for (std::size_t at = 0; at < compressed.size(); ++at) {
+    for (const unsigned char mask : {0x01, 0x10, 0x80, 0xFF}) {
+      std::string data = compressed;
+      data[at] = static_cast<char>(data[at] ^ mask);
+      const auto result = common::checkPng(pngAround(shape, data));
+      EXPECT_TRUE(result ? result.decoded_bytes == expected : !result.reason.empty()) << at;
+    }
+  }
+}
+
 // The check runs on every image a cell shows: a 1 MiB PNG that does not compress costs about a
 // millisecond or two in a release build; this bound only catches a check gone quadratic.
 TEST(PngCheck, AOneMebibytePngChecksQuickly) {
