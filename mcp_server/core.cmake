@@ -54,7 +54,7 @@ add_library(mcp_tools STATIC
   tools/upload_file.cc)
 target_link_libraries(mcp_tools
   PUBLIC mcp_server_sessions
-  PRIVATE project_warnings project_sanitizers)
+  PRIVATE mcp_base project_warnings project_sanitizers)
 
 # mcp_protocol: the MCP protocol above the tools: lifecycle, tools/call, tasks, resources,
 # logging, cancellation; McpServer is the EndpointFactory the transports serve.

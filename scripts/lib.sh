@@ -49,7 +49,7 @@ require_root() {
 readonly SANDBOX_APT_PACKAGES=(
   # C++ toolchain and libraries (CMakeLists.txt: Boost 1.81 for Beast's message_generator)
   build-essential cmake ninja-build pkg-config libboost1.81-dev nlohmann-json3-dev
-  libspdlog-dev libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev
+  libspdlog-dev libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev zlib1g-dev
   clang-format clang-tidy ccache
   # libFuzzer for the policy URL parser's fuzz target (tests/policy): clang plus its runtime
   clang libclang-rt-14-dev

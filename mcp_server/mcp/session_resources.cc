@@ -72,8 +72,9 @@ json SessionResources::listTemplates() const {
                       "without the leading slash (sandbox://SESSION/workspace/out.csv). One read "
                       "returns at most " +
                           std::to_string(config_.resources.max_read_bytes) +
-                          " bytes; read larger files in ranges with ?offset=N&length=N (each "
-                          "result's _meta \"sandbox-mcp/range\" has file_size and next_uri)."}}})}};
+                          " bytes; read larger files in ranges with ?offset=N&length=N (length "
+                          "at least 1; each result's _meta \"sandbox-mcp/range\" has file_size "
+                          "and, while more remains, next_uri)."}}})}};
 }
 
 json SessionResources::list(const std::string& owner) const {
@@ -131,7 +132,9 @@ json SessionResources::read(const std::string& owner, const json& params) const 
     contents["blob"] = common::base64Encode(range.data);
   }
   json meta{{"offset", range.offset}, {"length", returned}, {"file_size", range.file_size}};
-  if (range.offset + returned < range.file_size) {
+  // A link only ever points past this range: one that returned nothing (a file that shrank
+  // while it was read, or a size the sandbox misreports) ends the walk rather than repeat it.
+  if (returned > 0 && range.offset + returned < range.file_size) {
     meta["next_uri"] = rangeUri(where, range.offset + returned, wanted);
   }
   contents["_meta"] = {{"sandbox-mcp/range", std::move(meta)}};

@@ -88,6 +88,12 @@ void parseQuery(std::string_view query, SandboxUri& out) {
     if (slot) fail("the query parameter " + name + " is given twice");
     slot = parseCount(value, name);
   }
+  // A range of no bytes reads nothing and would link to itself as the next range.
+  if (out.length == 0U) {
+    fail(
+        "the query parameter length must be at least 1 (leave it out to read as much as one "
+        "read allows)");
+  }
 }
 
 }  // namespace

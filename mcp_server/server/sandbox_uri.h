@@ -1,6 +1,6 @@
 // The URIs of session files as MCP resources: sandbox://{session_id}/{path}, where path is the
 // file's absolute path in the sandbox without its leading slash, each part percent-encoded, and
-// an optional range query ?offset=N&length=N. Pure; thread-safe.
+// an optional range query ?offset=N&length=N (length at least 1). Pure; thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/base64.h"
+#include "common/png_check.h"
 #include "common/random_id.h"
 #include "server/sandbox_uri.h"
 #include "server/session_registry.h"
@@ -86,6 +88,46 @@ void linkSavedOutputs(const sandbox::ExecResult& result, const std::string& exec
 }
 
 namespace {
+
+// What the images of one execution may inflate to in all (about 128 MiB), so that checking them
+// costs the server at most a few hundred ms of CPU whatever sandbox code sends.
+constexpr std::uint64_t kMaxDecodedImageBytesPerCall = 2 * common::kMaxPngDecodedBytes;
+
+// Only a PNG that any decoder reads whole goes out as image content: sandbox code can hand over
+// anything with a PNG header, and a model API may reject a whole turn for an undecodable image.
+// Each one refused is named in `warnings`, with where its file stays in the sandbox.
+void keepDecodableImages(common::RichOutput& rich, const server::Session& session,
+                         std::int64_t max_px, std::vector<std::string>& warnings) {
+  std::uint64_t decoded_left = kMaxDecodedImageBytesPerCall;
+  std::vector<common::Image> kept;
+  std::size_t number = 0;
+  for (auto& image : rich.images) {
+    ++number;
+    const auto png = common::base64Decode(image.data_b64);
+    const common::PngLimits limits{static_cast<std::uint32_t>(max_px),
+                                   std::min(common::kMaxPngDecodedBytes, decoded_left)};
+    const auto check =
+        png ? common::checkPng(*png, limits) : common::PngCheck{false, "its data is not base64"};
+    if (check) {
+      decoded_left -= check.decoded_bytes;
+      kept.push_back(std::move(image));
+      continue;
+    }
+    std::string warning = "image " + std::to_string(number) + " of " +
+                          std::to_string(rich.images.size()) +
+                          " shown was not sent: it failed the PNG check (" + check.reason + ")";
+    if (check.too_large && limits.max_decoded_bytes < common::kMaxPngDecodedBytes) {
+      warning += "; the images of one call may decode to " +
+                 std::to_string(kMaxDecodedImageBytesPerCall) + " bytes in all";
+    }
+    warning += image.path.empty()
+                   ? "; no copy of it was kept"
+                   : "; the file stays in the sandbox at " + image.path + " (resources/read " +
+                         server::makeSandboxUri(session.id(), image.path) + ")";
+    warnings.push_back(std::move(warning));
+  }
+  rich.images = std::move(kept);
+}
 
 // Images become MCP image content (downscaled, as the sandbox sent them) and entries of
 // structuredContent.images whose uri reads the full-size file; a table's shape and dtypes go
@@ -260,7 +302,9 @@ json execOutputSchema() {
         {"warnings",
          {{"type", "array"},
           {"items", {{"type", "string"}}},
-          {"description", "things the session recovered from, e.g. a restarted MCP sidecar"}}}}},
+          {"description",
+           "things the session recovered from, e.g. a restarted MCP sidecar, and images that "
+           "were not sent and why"}}}}},
       {"required",
        {"status", "stdout", "stderr", "exit_code", "result", "execution_id", "session_id",
         "duration_ms", "truncated"}}};
@@ -326,7 +370,10 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
   if (acquired.lost_reason) result.state_lost = true;
   const std::string execution_id = "exec-" + common::randomHex(8);
   out.structured = toStructured(result, execution_id, session->id(), acquired.created);
-  if (kind == sandbox::ExecKind::kPython) addRichOutput(result, execution_id, *session, out);
+  if (kind == sandbox::ExecKind::kPython) {
+    keepDecodableImages(result.rich, *session, ctx.config.images.max_px, warnings);
+    addRichOutput(result, execution_id, *session, out);
+  }
   linkSavedOutputs(result, execution_id, *session, out);
   out.text = renderExecText(out.structured);
   // Where the time went, for bench/ and operators (client time minus server_ms is transport).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/base64.h"
+#include "common/png_check.h"
 #include "fake_backend.h"
 #include "jsonrpc/errors.h"
 #include "mcp/mcp_server.h"
@@ -62,6 +63,8 @@ TEST(SandboxUri, RefusesMalformedUrisWithTheExpectedForm) {
       "sandbox://s/f?offset=99999999999999999999999",  // overflow
       "sandbox://s/f?offset=1&offset=2",               // twice
       "sandbox://s/f?mode=w",                          // unknown parameter
+      "sandbox://s/f?length=0",                        // a range of nothing: its own next
+      "sandbox://s/f?offset=3&length=0",               // the same, further on
       "sandbox://s/f%2",                               // cut escape
       "sandbox://s/f%zz",                              // bad escape
       "sandbox://s/f%00.txt",                          // NUL
@@ -78,6 +81,14 @@ TEST(SandboxUri, RefusesMalformedUrisWithTheExpectedForm) {
   }
   EXPECT_THROW((void)parseSandboxUri("sandbox://s/" + std::string(9000, 'a')),
                server::SandboxUriError);
+  try {
+    (void)parseSandboxUri("sandbox://s/f?length=0");
+    ADD_FAILURE() << "length=0 was accepted";
+  } catch (const server::SandboxUriError& e) {
+    EXPECT_NE(std::string(e.what()).find("length must be at least 1 (leave it out"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GuessMimeType, ByExtensionThenByContent) {
@@ -117,8 +128,8 @@ class SessionResourcesTest : public ::testing::Test {
   json read(jsonrpc::Endpoint& ep, const std::string& uri) {
     return request(ep, "resources/read", {{"uri", uri}});
   }
-  // A session of alice's holding /w/file.
-  void upload(const std::string& data) {
+  // A session of alice's holding `path`.
+  void upload(const std::string& data, const std::string& path = "/w/file") {
     if (sessions->list("alice").empty()) {
       auto created =
           request(*alice, "tools/call",
@@ -129,10 +140,26 @@ class SessionResourcesTest : public ::testing::Test {
                      {{"name", "upload_file"},
                       {"arguments",
                        {{"session_id", "s1"},
-                        {"path", "/w/file"},
+                        {"path", path},
                         {"content", common::base64Encode(data)},
                         {"encoding", "base64"}}}});
     ASSERT_FALSE(r["result"]["isError"].get<bool>()) << r.dump();
+  }
+
+  // Follows next_uri from `uri` for at most `max_reads` reads; each link must point past the one
+  // before. Returns the reads it took, or max_reads + 1 when the walk did not end.
+  int follow(const std::string& uri, int max_reads) {
+    std::int64_t offset = -1;
+    int reads = 0;
+    for (std::string next = uri; !next.empty(); ++reads) {
+      if (reads == max_reads) return max_reads + 1;
+      const json r = read(*alice, next);
+      const json& range = r["result"]["contents"][0]["_meta"]["sandbox-mcp/range"];
+      EXPECT_GT(range["offset"].get<std::int64_t>(), offset) << next;
+      offset = range["offset"].get<std::int64_t>();
+      next = range.value("next_uri", "");
+    }
+    return reads;
   }
 
   config::ServerConfig cfg;
@@ -198,6 +225,37 @@ TEST_F(SessionResourcesTest, ARangeNeverSplitsACharacterAndBinaryIsABlob) {
   EXPECT_EQ(r["result"]["contents"][0]["mimeType"], "application/octet-stream");
 }
 
+TEST_F(SessionResourcesTest, ALengthOfZeroIsRefusedAndEveryLinkAdvancesToTheEnd) {
+  upload(
+      "ab\xE2\x82\xAC"
+      "cd");  // "ab€cd"
+  for (const char* uri :
+       {"sandbox://s1/w/file?length=0", "sandbox://s1/w/file?offset=2&length=0"}) {
+    const json r = read(*alice, uri);
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << uri << ": " << r.dump();
+    EXPECT_NE(r["error"]["message"].get<std::string>().find("length must be at least 1"),
+              std::string::npos)
+        << r.dump();
+  }
+  EXPECT_EQ(follow("sandbox://s1/w/file?length=1", 20), 7) << "1 byte a read, through the €";
+  EXPECT_EQ(follow("sandbox://s1/w/file?length=2", 20), 4);
+  EXPECT_EQ(follow("sandbox://s1/w/file?offset=7", 20), 1) << "at the end: no link";
+}
+
+TEST_F(SessionResourcesTest, ARangeThatReturnsNothingLinksNowhere) {
+  // The sandbox says the file is 100 bytes longer than a read returns (it shrank meanwhile).
+  upload("abc", "/w/file.racing");
+  const json first = read(*alice, "sandbox://s1/w/file.racing");
+  const json& range = first["result"]["contents"][0]["_meta"]["sandbox-mcp/range"];
+  EXPECT_EQ(range["file_size"], 103);
+  EXPECT_EQ(range["next_uri"], "sandbox://s1/w/file.racing?offset=3&length=1024");
+  const json empty = read(*alice, range["next_uri"].get<std::string>());
+  EXPECT_EQ(empty["result"]["contents"][0]["text"], "");
+  EXPECT_FALSE(empty["result"]["contents"][0]["_meta"]["sandbox-mcp/range"].contains("next_uri"))
+      << empty.dump();
+  EXPECT_EQ(follow("sandbox://s1/w/file.racing?length=1", 20), 4);
+}
+
 TEST_F(SessionResourcesTest, AnotherClientCannotReadOrListASession) {
   upload("secret");
   auto r = read(*mallory, "sandbox://s1/w/file");
@@ -237,6 +295,50 @@ TEST_F(SessionResourcesTest, FiguresComeAsImageContentWithTheFullSizeListedAsARe
     listed = listed || (resource["uri"] == image["uri"] && resource["mimeType"] == "image/png");
   }
   EXPECT_TRUE(listed);
+}
+
+TEST_F(SessionResourcesTest, ImagesThatFailThePngCheckAreNotSentAndTheWarningsSayWhy) {
+  const json result = call(*alice, "run_code", {{"code", "forged-figures"}});
+  const json& structured = result["structuredContent"];
+  const std::string sid = structured["session_id"];
+  ASSERT_EQ(structured["images"].size(), 1U) << result;
+  EXPECT_EQ(structured["images"][0]["path"], "/tmp/.sandbox-mcp/figures/figure-1-2.png");
+  ASSERT_EQ(result["content"].size(), 2U) << result;
+  EXPECT_EQ(result["content"][1]["type"], "image");
+  const auto png = common::base64Decode(result["content"][1]["data"].get<std::string>());
+  ASSERT_TRUE(png);
+  EXPECT_TRUE(common::checkPng(*png)) << "the real one is sent";
+
+  const std::string figures = "/tmp/.sandbox-mcp/figures/figure-1-";
+  const json expected = {
+      "image 1 of 3 shown was not sent: it failed the PNG check (chunk 1 (IHDR) fails its CRC "
+      "check); the file stays in the sandbox at " +
+          figures + "1.png (resources/read sandbox://" + sid + figures + "1.png)",
+      "image 3 of 3 shown was not sent: it failed the PNG check (the image data inflates to more "
+      "than the 3630 bytes its IHDR implies (a decompression bomb)); the file stays in the "
+      "sandbox at " +
+          figures + "3.png (resources/read sandbox://" + sid + figures + "3.png)"};
+  EXPECT_EQ(structured["warnings"], expected);
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("warning: image 1 of 3 shown was not sent"), std::string::npos) << text;
+  EXPECT_NE(text.find("[image 1: 40x30 PNG, sent at 40x30"), std::string::npos) << text;
+}
+
+TEST_F(SessionResourcesTest, TheImagesOfOneCallShareABoundOnWhatTheyDecodeTo) {
+  // Each decodes to 19,670,560 bytes: six fit in 2 x 67,112,960, the seventh and eighth do not.
+  const json result = call(*alice, "run_code", {{"code", "big-figures"}});
+  const json& structured = result["structuredContent"];
+  EXPECT_EQ(structured["images"].size(), 6U) << structured.dump().substr(0, 2000);
+  ASSERT_EQ(structured["warnings"].size(), 2U) << structured.dump().substr(0, 2000);
+  for (const auto& [index, number] : {std::pair{0, "7"}, std::pair{1, "8"}}) {
+    const std::string warning = structured["warnings"][index];
+    EXPECT_EQ(warning.find(std::string("image ") + number + " of 8 shown was not sent"), 0U)
+        << warning;
+    EXPECT_NE(warning.find("would decode to more than the 16202560 bytes allowed); the images of "
+                           "one call may decode to 134225920 bytes in all; the file stays"),
+              std::string::npos)
+        << warning;
+  }
 }
 
 TEST_F(SessionResourcesTest, ShellAndJavascriptGiveTextOnly) {

@@ -1,5 +1,6 @@
 // Test double for unit tests of the pure session/tool logic: sandboxes that live in memory.
-// Integration tests use the real Docker backend.
+// Integration tests use the real Docker backend. Tests that include it link ZLIB::ZLIB (its
+// figures are real PNGs).
 #pragma once
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "../support/png_fixture.h"
 #include "common/base64.h"
 #include "sandbox/backend.h"
 
@@ -37,7 +39,11 @@ class FakeSandbox : public sandbox::Sandbox {
 
   // "wait-for-cancel" blocks until cancelled; "stream" emits output events when asked to;
   // "figure" shows a 1568x1045 image (when the request allows images) and returns a table;
-  // anything else succeeds with stdout "ran: <code>".
+  // "forged-figures" shows a real PNG between two that are PNGs only by their header (as
+  // sandbox code can make them); "big-figures" shows 8 PNGs of 1568x1568 px that decode to
+  // 19,670,560 bytes each; anything else succeeds with stdout "ran: <code>".
+  // A file whose name ends in ".racing" claims 100 bytes more than a read returns, as a file
+  // that shrinks while it is read.
   sandbox::ExecResult exec(const sandbox::ExecRequest& request, CancelToken& cancel,
                            const sandbox::OutputCallback& on_output) override {
     sandbox::ExecResult result;
@@ -56,7 +62,7 @@ class FakeSandbox : public sandbox::Sandbox {
       result.status = sandbox::ExecStatus::kSuccess;
       result.result = "   a\n0  1";
       if (request.images.max_count > 0) {
-        std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x06\x20\0\0\x04\x15", 24);
+        static const std::string png = makePng({1568, 1045, 1, 0, 0});
         common::Image image;
         image.path = "/tmp/.sandbox-mcp/figures/figure-1-1.png";
         image.width = 4000;
@@ -69,6 +75,27 @@ class FakeSandbox : public sandbox::Sandbox {
         result.rich.images.push_back(image);
       }
       result.rich.table = common::TableSummary{"DataFrame", {1, 1}, {{"a", "int64"}}, false};
+      return result;
+    }
+    if (request.code == "forged-figures") {
+      result.status = sandbox::ExecStatus::kSuccess;
+      const std::string real = makePng({40, 30, 8, 2, 0});
+      const std::string forged = std::string(kPngSignature) +
+                                 pngChunk("IHDR", ihdrData({40, 30, 8, 2, 0}), false) + "junk";
+      const std::string bomb = pngAround({40, 30, 8, 2, 0}, zlibCompress(std::string(1 << 20, 0)));
+      int number = 0;
+      for (const auto* png : {&forged, &real, &bomb}) {
+        result.rich.images.push_back(imageOf(*png, 40, 30, ++number));
+      }
+      return result;
+    }
+    if (request.code == "big-figures") {
+      result.status = sandbox::ExecStatus::kSuccess;
+      static const std::string big = pngAround(
+          {1568, 1568, 16, 6, 0}, zlibCompress(std::string(1568 * (1 + 1568 * 8), 0), 1), 1 << 20);
+      for (int number = 1; number <= 8; ++number) {
+        result.rich.images.push_back(imageOf(big, 1568, 1568, number));
+      }
       return result;
     }
     if (request.code == "wait-for-cancel") {
@@ -107,7 +134,8 @@ class FakeSandbox : public sandbox::Sandbox {
                                    std::size_t length) override {
     const std::string whole = readFile(path, 0);
     if (offset > whole.size()) throw sandbox::SandboxError("Offset past the end: " + path);
-    return {whole.substr(offset, length), offset, whole.size()};
+    const bool racing = path.size() > 7 && path.substr(path.size() - 7) == ".racing";
+    return {whole.substr(offset, length), offset, whole.size() + (racing ? 100 : 0)};
   }
   sandbox::FileListing listFiles(const std::string&) override {
     std::lock_guard lock(mutex_);
@@ -119,6 +147,17 @@ class FakeSandbox : public sandbox::Sandbox {
   }
 
  private:
+  static common::Image imageOf(const std::string& png, std::int64_t width, std::int64_t height,
+                               int number) {
+    common::Image image;
+    image.path = "/tmp/.sandbox-mcp/figures/figure-1-" + std::to_string(number) + ".png";
+    image.width = image.data_width = width;
+    image.height = image.data_height = height;
+    image.bytes = image.data_bytes = png.size();
+    image.data_b64 = common::base64Encode(png);
+    return image;
+  }
+
   std::string id_;
   std::string image_;
   std::string runtime_ = "runsc";
