@@ -151,9 +151,11 @@ struct HttpConfig {
   std::int64_t session_idle_timeout_s = 1800;
   // MCP sessions (initialize .. DELETE or idle expiry) open at once; past it initialize fails.
   std::int64_t max_sessions = 1024;
-  // Open connections in total and per peer IP address; past either a new one gets a 503.
-  std::int64_t max_connections = 256;
-  std::int64_t max_connections_per_address = 128;
+  // Open connections in total and per peer IP address; at either the longest-idle one makes
+  // room, else a new one gets a 503. 0: derived from the open-file limit at start
+  // (transport::defaultConnectionBounds).
+  std::int64_t max_connections = 0;
+  std::int64_t max_connections_per_address = 0;
   // Request bodies held by all connections at once; >= max_body_bytes.
   std::int64_t max_body_bytes_in_flight = 256LL * 1024 * 1024;
   // A request's header must be complete this long after the connection opens (or after the

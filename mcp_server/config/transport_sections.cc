@@ -26,8 +26,8 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   requireAtLeast(out.max_body_bytes, 1024, "http.max_body_bytes");
   requireAtLeast(out.session_idle_timeout_s, 1, "http.session_idle_timeout_s");
   requireAtLeast(out.max_sessions, 1, "http.max_sessions");
-  requireAtLeast(out.max_connections, 1, "http.max_connections");
-  requireAtLeast(out.max_connections_per_address, 1, "http.max_connections_per_address");
+  requireAtLeast(out.max_connections, 0, "http.max_connections");  // 0: from the fd limit
+  requireAtLeast(out.max_connections_per_address, 0, "http.max_connections_per_address");
   requireAtLeast(out.header_timeout_ms, 100, "http.header_timeout_ms");
   requireAtLeast(out.idle_timeout_ms, 100, "http.idle_timeout_ms");
   requireAtLeast(out.max_body_bytes_in_flight, out.max_body_bytes, "http.max_body_bytes_in_flight");
