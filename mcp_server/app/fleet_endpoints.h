@@ -37,6 +37,7 @@ class FleetEndpoints {
   // Set once the drain begins: /readyz fails from then on.
   void beginDrain() noexcept { draining_ = true; }
   [[nodiscard]] bool draining() const noexcept { return draining_; }
+  [[nodiscard]] const std::string& instanceId() const noexcept { return instance_id_; }
 
   // The handlers for HttpTransportOptions::get_endpoints.
   [[nodiscard]] std::map<std::string, transport::PlainHandler> handlers();

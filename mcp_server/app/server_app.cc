@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "app/server_metrics.h"
 #include "app/serving.h"
 #include "app/signal_watcher.h"
+#include "common/open_file_limit.h"
 #include "config/config.h"
 #include "config/weakenings.h"
 #include "mcp/mcp_server.h"
@@ -181,8 +183,25 @@ void logWeakenings(const config::ServerConfig& cfg) {
   for (const auto& line : config::weakenings(cfg)) spdlog::warn("{}", line);
 }
 
+// Every connection, sandbox channel and engine connection holds a descriptor: the soft limit
+// (often 1024) goes up to the hard one.
+void raiseOpenFiles() {
+  const auto limit = common::raiseOpenFileLimit();
+  if (limit.error != 0) {
+    spdlog::warn("open files: {} allowed; raising it to the hard limit {} failed: {}", limit.now,
+                 limit.hard, std::strerror(limit.error));
+  } else if (limit.now > limit.before) {
+    spdlog::info("open files: {} allowed (raised from {} to the hard limit)", limit.now,
+                 limit.before);
+  } else {
+    spdlog::info("open files: {} allowed (the hard limit; raise it with ulimit -n or LimitNOFILE=)",
+                 limit.now);
+  }
+}
+
 int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   SignalWatcher signals;  // before any thread starts, so all inherit the mask
+  raiseOpenFiles();
   logWeakenings(cfg);
   sandbox::docker::DockerBackend backend(backendOptions(cfg));
   if (!checkReadiness(backend, cfg)) {

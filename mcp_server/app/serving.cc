@@ -3,11 +3,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "common/open_file_limit.h"
+#include "transport/connection_limiter.h"
 #include "transport/http_transport.h"
 #include "transport/stdio_transport.h"
 
@@ -27,6 +31,29 @@ std::string readToken(const CliOptions& options) {
   return token;
 }
 
+// http.max_connections and max_connections_per_address; 0 takes the bound derived from the
+// open-file limit. Logged, with a warning when descriptors would run out first.
+void setConnectionBounds(const config::HttpConfig& http, transport::HttpTransportOptions& out) {
+  const std::uint64_t open_files = common::openFileLimit();
+  const auto derived = transport::defaultConnectionBounds(open_files);
+  out.max_connections =
+      http.max_connections > 0 ? static_cast<std::size_t>(http.max_connections) : derived.total;
+  out.max_connections_per_address = http.max_connections_per_address > 0
+                                        ? static_cast<std::size_t>(http.max_connections_per_address)
+                                        : std::max<std::size_t>(1, out.max_connections / 2);
+  spdlog::info(
+      "http: at most {} connections, {} per address{}; at a bound the longest-idle one makes room",
+      out.max_connections, out.max_connections_per_address,
+      http.max_connections > 0 ? "" : " (from the open-file limit)");
+  if (open_files != 0 && out.max_connections > open_files / 2) {
+    spdlog::warn(
+        "http.max_connections {} is above half the open-file limit ({}): descriptors can run out "
+        "first, and then new connections wait in the kernel's queue instead of idle ones making "
+        "room; raise LimitNOFILE= (ulimit -n) or lower http.max_connections",
+        out.max_connections, open_files);
+  }
+}
+
 transport::HttpTransportOptions httpOptions(const CliOptions& options,
                                             const config::ServerConfig& cfg,
                                             std::size_t max_workers) {
@@ -42,8 +69,6 @@ transport::HttpTransportOptions httpOptions(const CliOptions& options,
   http.max_sessions = static_cast<std::size_t>(cfg.http.max_sessions);
   http.max_requests_in_flight_per_session =
       static_cast<std::size_t>(cfg.http.max_requests_in_flight_per_session);
-  http.max_connections = static_cast<std::size_t>(cfg.http.max_connections);
-  http.max_connections_per_address = static_cast<std::size_t>(cfg.http.max_connections_per_address);
   http.header_timeout = std::chrono::milliseconds(cfg.http.header_timeout_ms);
   http.idle_timeout = std::chrono::milliseconds(cfg.http.idle_timeout_ms);
   http.max_body_bytes_in_flight = static_cast<std::size_t>(cfg.http.max_body_bytes_in_flight);
@@ -70,6 +95,8 @@ void serveStdio(Serving& serving) {
 
 void serveHttp(const CliOptions& options, Serving& serving) {
   auto http = httpOptions(options, serving.config, serving.max_workers);
+  setConnectionBounds(serving.config.http, http);
+  http.session_route_tag = serving.fleet.instanceId();
   http.get_endpoints = serving.fleet.handlers();
   transport::HttpTransport server(serving.protocol, http);
   server.start();

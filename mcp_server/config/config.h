@@ -159,9 +159,11 @@ struct HttpConfig {
   // Requests one MCP session has in flight (running, or waiting for their turn or a task's
   // result); past it a request gets HTTP 429. Notifications and pings always pass.
   std::int64_t max_requests_in_flight_per_session = 64;
-  // Open connections in total and per peer IP address; past either a new one gets a 503.
-  std::int64_t max_connections = 256;
-  std::int64_t max_connections_per_address = 128;
+  // Open connections in total and per peer IP address; at either the longest-idle one makes
+  // room, else a new one gets a 503. 0: derived from the open-file limit at start
+  // (transport::defaultConnectionBounds).
+  std::int64_t max_connections = 0;
+  std::int64_t max_connections_per_address = 0;
   // Request bodies held by all connections at once; >= max_body_bytes.
   std::int64_t max_body_bytes_in_flight = 256LL * 1024 * 1024;
   // A request's header must be complete this long after the connection opens (or after the

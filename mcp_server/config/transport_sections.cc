@@ -29,8 +29,8 @@ void readHttp(ObjectReader& parent, HttpConfig& out) {
   requireAtLeast(out.max_sessions, 1, "http.max_sessions");
   requireAtLeast(out.max_requests_in_flight_per_session, 1,
                  "http.max_requests_in_flight_per_session");
-  requireAtLeast(out.max_connections, 1, "http.max_connections");
-  requireAtLeast(out.max_connections_per_address, 1, "http.max_connections_per_address");
+  requireAtLeast(out.max_connections, 0, "http.max_connections");  // 0: from the fd limit
+  requireAtLeast(out.max_connections_per_address, 0, "http.max_connections_per_address");
   requireAtLeast(out.header_timeout_ms, 100, "http.header_timeout_ms");
   requireAtLeast(out.idle_timeout_ms, 100, "http.idle_timeout_ms");
   requireAtLeast(out.max_body_bytes_in_flight, out.max_body_bytes, "http.max_body_bytes_in_flight");

@@ -70,31 +70,47 @@ void HttpConnection::doReadHeader() {
   parser_->body_limit(context_->options.max_body_bytes);
   http_version_ = 11;
   keep_alive_ = true;
-  if (first_request_ || buffer_.size() != 0) {
+  if (buffer_.size() != 0) {  // the next request has begun
     first_request_ = false;
+    stream_.expires_after(context_->options.header_timeout);
     readHeader();
     return;
   }
-  // Keep-alive: wait up to the idle timeout for the next request to begin; its header then has
-  // the header timeout, however slowly it arrives.
-  stream_.expires_after(context_->options.idle_timeout);
+  // Wait for a request to begin: the first within the header timeout of the connection's start,
+  // a later one within the idle timeout; its header then has the header timeout. Meanwhile the
+  // connection holds no request, so the limiter may reclaim its place for a newcomer.
+  stream_.expires_after(first_request_ ? context_->options.header_timeout
+                                       : context_->options.idle_timeout);
+  buffer_.shrink_to_fit();  // what the last body grew it to: thousands may wait at once
+  slot_.markIdle([weak = weak_from_this(), executor = stream_.get_executor()] {
+    net::post(executor, [weak] {
+      if (const auto self = weak.lock(); self && !self->closed_) {
+        log().debug("http {}: idle connection closed to make room for a new one", self->remote_);
+        self->closeSocket();
+      }
+    });
+  });
   stream_.async_read_some(
       buffer_.prepare(kIdleReadBytes),
       beast::bind_front_handler(&HttpConnection::onIdleData, shared_from_this()));
 }
 
 void HttpConnection::onIdleData(beast::error_code ec, std::size_t bytes) {
-  stream_.expires_never();
   buffer_.commit(bytes);
-  if (ec) {
-    closeSocket();  // idle timeout, the client closed, or shutdown
+  // Reclaimed first: a request racing in meets a closed connection, as it would the end of the
+  // keep-alive timeout.
+  if (!slot_.markBusy() || ec) {
+    stream_.expires_never();
+    closeSocket();  // reclaimed, timed out, closed by the client, or shutdown
     return;
   }
+  // The first request's header keeps the deadline set when the connection started.
+  if (!first_request_) stream_.expires_after(context_->options.header_timeout);
+  first_request_ = false;
   readHeader();
 }
 
 void HttpConnection::readHeader() {
-  stream_.expires_after(context_->options.header_timeout);
   http::async_read_header(
       stream_, buffer_, *parser_,
       beast::bind_front_handler(&HttpConnection::onReadHeader, shared_from_this()));

@@ -94,7 +94,7 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
     if (max_sessions != 0 && context_->sessions.size() >= max_sessions) {
       result = tooMany();
     } else {
-      session_id = newSessionId();
+      session_id = newSessionId(context_->options.session_route_tag);
       endpoint = context_->factory->open(session_id);
     }
   } catch (const std::exception& e) {

@@ -46,6 +46,10 @@ struct HttpTransportOptions {
   // config: http.max_body_bytes_in_flight
   std::size_t max_body_bytes_in_flight = std::size_t{256} * 1024 * 1024;
   std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // then endpoint->close()
+  // Appended to every Mcp-Session-Id this server mints, after "~" ("<32 hex>~<tag>"): a fleet's
+  // front routes a session to its replica by it, keeping no table (deploy/haproxy.cfg). Empty:
+  // ids are the 32 hex digits alone. Must be visible ASCII without "~" (an instance id is).
+  std::string session_route_tag;
   // MCP sessions open at once (each holds an endpoint until DELETE or idle expiry); past it an
   // initialize gets an error. 0: no bound. config: http.max_sessions
   std::size_t max_sessions = 1024;
@@ -61,8 +65,9 @@ struct HttpTransportOptions {
   // Bound on reading a request's body, once its header is in.
   std::chrono::milliseconds read_timeout{30'000};
   std::chrono::milliseconds write_timeout{30'000};  // per write
-  // Open connections, in total and per peer IP address; past either the connection gets a 503
-  // and is closed. 0: no bound. config: http.max_connections, http.max_connections_per_address
+  // Open connections, in total and per peer IP address. At either bound the connection idle
+  // longest makes room (ConnectionLimiter); if none is idle, the new one gets a 503 and is closed.
+  // 0: no bound. config: http.max_connections, http.max_connections_per_address
   std::size_t max_connections = 256;
   std::size_t max_connections_per_address = 128;
   // From a connection's start, or from the first byte of a later request, to the end of the

@@ -10,7 +10,7 @@
 
 namespace transport {
 
-std::string newSessionId() {
+std::string newSessionId(const std::string& route_tag) {
   std::array<std::uint8_t, 16> bytes{};
   std::size_t filled = 0;
   while (filled < bytes.size()) {
@@ -28,6 +28,7 @@ std::string newSessionId() {
     id.push_back(kHex[byte >> 4]);
     id.push_back(kHex[byte & 0x0f]);
   }
+  if (!route_tag.empty()) id += "~" + route_tag;
   return id;
 }
 

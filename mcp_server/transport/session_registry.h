@@ -17,7 +17,7 @@ namespace transport {
 
 // 128 bits from the kernel CSPRNG (getrandom), as 32 lower-case hex digits.
 // Throws std::system_error if the kernel cannot supply randomness.
-[[nodiscard]] std::string newSessionId();
+[[nodiscard]] std::string newSessionId(const std::string& route_tag = {});
 
 class SessionRegistry {
  public:

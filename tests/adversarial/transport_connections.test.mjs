@@ -1,8 +1,11 @@
 // Attack: hold the HTTP server's connections. Slowloris (a header dripped a byte at a time), more
-// connections than one address may hold, and thousands of idle connections against a server whose
-// fd limit is 256: accept() then fails with EMFILE, and a loop that retries at once spins and
-// floods the log (700,000 lines in 3 s were seen). The server must refuse or time out the
-// attackers, stay nearly idle, and answer a well-behaved client.
+// busy connections than one address may hold, a thousand idle keep-alive connections from
+// 127.0.0.1 (which every local process shares: they must not lock a local client out; the
+// longest idle makes room, never a request under way), and thousands of idle connections against
+// a server whose fd limit is 256 while its connection limits are set above it: accept() then
+// fails with EMFILE, and a loop that retries at once spins and floods the log (700,000 lines in
+// 3 s were seen). The server must refuse or time out the attackers, stay nearly idle, and answer
+// a well-behaved client.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,12 +16,14 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { connectHttp, SERVER_BIN, stopServer } from './attack_lib.mjs';
 
+const IDLE_FLOOD = 1000;
+
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'adv-transport-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-function writeConfig(name, http) {
+function writeConfig(name, http, more = {}) {
   const file = path.join(tmp, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify({ pool: { size: 0 }, http }));
+  fs.writeFileSync(file, JSON.stringify({ pool: { size: 0 }, http, ...more }));
   return file;
 }
 
@@ -53,6 +58,10 @@ function startServer(configFile, nofile = 0) {
 function cpuMs(pid) {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function rssKiB(pid) {
+  return Number(fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]);
 }
 
 function openIdle(port, localAddress) {
@@ -135,16 +144,20 @@ test('slowloris: headers dripped a byte at a time are cut off at the header time
   }
 });
 
-test('one address may hold 128 connections (the default); the 129th gets a 503, others still work', async () => {
-  const server = await startServer(writeConfig('limits', {}));
+test('one address may hold 16 busy connections (as configured); the 17th gets a 503, others still work', async () => {
+  const server = await startServer(writeConfig('limits', { max_connections_per_address: 16 }));
   const sockets = [];
   try {
-    for (let i = 0; i < 128; ++i) sockets.push(await openIdle(server.port, '127.0.0.9'));
+    for (let i = 0; i < 16; ++i) {
+      const socket = await openIdle(server.port, '127.0.0.9');
+      socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // a request under way
+      sockets.push(socket);
+    }
     await new Promise((r) => setTimeout(r, 200));
-    assert.ok(sockets.every((s) => s.closedAt === null), 'the first 128 stay open');
+    assert.ok(sockets.every((s) => s.closedAt === null), 'the first 16 stay open');
     const refused = await readUntilClosed(server.port, '127.0.0.9');
     assert.match(refused, /^HTTP\/1\.1 503 /);
-    assert.match(refused, /too many connections.*max_connections_per_address/);
+    assert.match(refused, /too many connections.*all with a request under way.*max_connections_per_address/);
     const other = await initializeFrom(server.port, '127.0.0.10');
     assert.equal(other.status, 200, other.text);
     await assertWellBehavedClientWorks(server.url);
@@ -154,8 +167,113 @@ test('one address may hold 128 connections (the default); the 129th gets a 503, 
   }
 });
 
-test('2000 idle connections against a 256-fd server: no spin, no log flood, then it serves', async () => {
-  const server = await startServer(writeConfig('emfile', {}), 256);
+// A keep-alive connection that has made one request (GET /healthz) and now waits for its next:
+// resolves with the socket once the answer is in, or once the server closed it.
+function idleAfterOneRequest(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.answer = '';
+    socket.closedAt = null;
+    socket.on('error', () => {});
+    socket.once('connect', () => socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
+    socket.on('data', (c) => {
+      socket.answer += c;
+      if (/\r\n\r\nok/.test(socket.answer)) resolve(socket);
+    });
+    socket.once('close', () => { socket.closedAt = Date.now(); resolve(socket); });
+  });
+}
+
+async function idleFlood(port, count) {
+  const sockets = [];
+  for (let i = 0; i < count; i += 100) {
+    sockets.push(...await Promise.all(Array.from({ length: Math.min(100, count - i) }, () => idleAfterOneRequest(port))));
+  }
+  return sockets;
+}
+
+// The client every local process is: initialize, then a tools/call that runs code.
+async function freshClientRuns(url) {
+  const started = Date.now();
+  const { client } = await connectHttp(url);
+  try {
+    const result = await client.callTool({ name: 'run_code', arguments: { code: '6*7' } }, undefined, { timeout: 60000 });
+    assert.equal(result.isError, false, JSON.stringify(result));
+    assert.equal(result.structuredContent.result, '42');
+  } finally {
+    await client.close();
+  }
+  return Date.now() - started;
+}
+
+test(`${IDLE_FLOOD} idle keep-alive connections from 127.0.0.1 (default limits): a new local client is served at once`, async () => {
+  const server = await startServer(writeConfig('idle-defaults', {}, { pool: { size: 1, preload_python: [] } }));
+  let sockets = [];
+  try {
+    const rssBefore = rssKiB(server.pid);
+    sockets = await idleFlood(server.port, IDLE_FLOOD);
+    const served = sockets.filter((s) => s.answer.startsWith('HTTP/1.1 200 ')).length;
+    console.log(`# ${served} of ${IDLE_FLOOD} flood connections answered 200; ${sockets.filter((s) => s.closedAt === null).length} still open; ` +
+      `server RSS +${rssKiB(server.pid) - rssBefore} KiB`);
+    const took = await freshClientRuns(server.url);
+    console.log(`# a new client initialized and ran code in ${took} ms`);
+    assert.ok(took < 20000, `the new client took ${took} ms`);
+    assert.match(server.logText(), /open files: \d+ allowed/, 'the start-up log names the fd limit');
+  } finally {
+    for (const s of sockets) s.destroy();
+    assert.equal(await stopServer(server), 0, server.logText());
+  }
+});
+
+test(`at the limits the longest-idle connections make room, never one with a request in flight`, async () => {
+  const server = await startServer(writeConfig('idle-reclaimed',
+    { max_connections: 128, max_connections_per_address: 64, header_timeout_ms: 30000 },
+    { pool: { size: 1, preload_python: [] } }));
+  let sockets = [];
+  const silent = [];
+  let busy;
+  let partial;
+  try {
+    // A request in flight: run_code streaming its output while the flood comes.
+    busy = await connectHttp(server.url);
+    let begun;
+    const running = new Promise((r) => { begun = r; });
+    const call = busy.client.callTool({ name: 'run_code', arguments: {
+      code: 'import time\nprint("begin", flush=True)\ntime.sleep(4)\nprint("end")', timeout: 60 } },
+    undefined, { onprogress: () => begun(), timeout: 60000 });
+    call.catch(() => {});
+    await running;
+    // A request whose header has begun: busy too, though no byte came for a while.
+    partial = await openIdle(server.port, '127.0.0.1');
+    partial.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    // Connections that never sent a byte hold no request either: reclaimable.
+    for (let i = 0; i < 50; ++i) silent.push(await openIdle(server.port, '127.0.0.1'));
+    sockets = await idleFlood(server.port, IDLE_FLOOD);
+    await new Promise((r) => setTimeout(r, 300));
+    const open = sockets.filter((s) => s.closedAt === null).length;
+    console.log(`# flood: ${open} of ${IDLE_FLOOD} still open; silent ones closed: ${silent.filter((s) => s.closedAt !== null).length} of 50`);
+    assert.ok(open <= 64, `${open} flood connections open from one address (limit 64)`);
+    assert.ok(silent.every((s) => s.closedAt !== null), 'the oldest (silent) connections made room first');
+
+    const took = await freshClientRuns(server.url);
+    console.log(`# a new client initialized and ran code in ${took} ms`);
+    assert.ok(took < 20000, `the new client took ${took} ms`);
+    assert.equal(partial.closedAt, null, 'a request whose header had begun was cut off');
+    const result = await call;
+    assert.equal(result.isError, false, JSON.stringify(result));
+    assert.match(result.structuredContent.stdout, /^begin\nend/, 'the call in flight finished');
+  } finally {
+    for (const s of [...sockets, ...silent]) s.destroy();
+    partial?.destroy();
+    await busy?.client.close().catch(() => {});
+    assert.equal(await stopServer(server), 0, server.logText());
+  }
+});
+
+test('2000 idle connections against a 256-fd server whose limits exceed it: no spin, no log flood, then it serves', async () => {
+  // Limits set above the fd limit (by default they are derived from it, and idle connections
+  // would make room instead): accept() itself fails with EMFILE.
+  const server = await startServer(writeConfig('emfile', { max_connections: 4096, max_connections_per_address: 4096 }), 256);
   // A server that has served a little first: a client, one that hangs up, one that resets. (The
   // sanitizer build checks each polymorphic type the first time it meets it by testing memory
   // through a pipe(), which fails with every descriptor taken and reads as an "invalid vptr";
@@ -169,7 +287,7 @@ test('2000 idle connections against a 256-fd server: no spin, no log flood, then
   await new Promise((r) => setTimeout(r, 200));
   const sockets = [];
   try {
-    // Forty source addresses, fifty each: under the per-address limit, so the fd limit bites.
+    // Forty source addresses, fifty each: under the limits, so the fd limit bites.
     const batches = [];
     for (let a = 0; a < 40; ++a) {
       for (let i = 0; i < 50; ++i) batches.push(openIdle(server.port, `127.0.1.${a + 1}`));

@@ -212,8 +212,8 @@ TEST(Config, RoundTripsThroughJson) {
 
 TEST(Config, HttpConnectionLimitsHaveDefaultsAndBounds) {
   const auto defaults = config::fromJson(json::object());
-  EXPECT_EQ(defaults.http.max_connections, 256);
-  EXPECT_EQ(defaults.http.max_connections_per_address, 128);
+  EXPECT_EQ(defaults.http.max_connections, 0);  // derived from the open-file limit at start
+  EXPECT_EQ(defaults.http.max_connections_per_address, 0);
   EXPECT_EQ(defaults.http.header_timeout_ms, 10000);
   EXPECT_EQ(defaults.http.idle_timeout_ms, 30000);
   const auto set = config::fromJson({{"http",
@@ -223,7 +223,7 @@ TEST(Config, HttpConnectionLimitsHaveDefaultsAndBounds) {
                                        {"idle_timeout_ms", 700}}}});
   EXPECT_EQ(set.http.max_connections_per_address, 2);
   EXPECT_EQ(config::fromJson(config::toJson(set)).http.idle_timeout_ms, 700);
-  EXPECT_THROW((void)config::fromJson({{"http", {{"max_connections", 0}}}}), config::ConfigError);
+  EXPECT_THROW((void)config::fromJson({{"http", {{"max_connections", -1}}}}), config::ConfigError);
   EXPECT_THROW((void)config::fromJson({{"http", {{"header_timeout_ms", 10}}}}),
                config::ConfigError);
 }

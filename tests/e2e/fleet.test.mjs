@@ -4,7 +4,10 @@
 // connecting through the front only. Everything on loopback.
 //
 //  0. the front itself refuses requests without the bearer token;
-//  1. sessions are balanced and sticky: each stays on its replica, and its state persists;
+//  1. sessions are balanced and sticky: each stays on its replica, and its state persists; each
+//     session id names its replica, which is all the front routes by;
+//  1b. attack: churning sessions (initialize + DELETE, hundreds of times) leaves the front no
+//     table to fill, and a restarted front still routes every earlier session to its replica;
 //  2. a killed replica's clients get a clean "session not found" and recover by initializing
 //     again (on the live replica); the replica restarted with its instance id serves again and
 //     removes what its earlier run left on its engine;
@@ -99,24 +102,50 @@ async function startReplica(name, docker) {
   return replicas[name];
 }
 
-function startFront() {
+// The front: deploy/haproxy.cfg as it is, plus (a second file) an admin socket the test asks
+// what haproxy holds. On `port` when given (a restart keeps the clients' address).
+async function startFront(port) {
+  port ??= await freePort();
+  const statsSocket = path.join(dir, 'front.sock');
+  const statsConfig = path.join(dir, 'front-stats.cfg');
+  writeFileSync(statsConfig, `global\n  stats socket ${statsSocket} mode 600 level admin\n`);
+  const env = {
+    ...process.env,
+    SANDBOX_FRONT_BIND: `127.0.0.1:${port}`,
+    SANDBOX_REPLICA_A: `127.0.0.1:${replicas.a.port}`,
+    SANDBOX_REPLICA_A_ID: replicas.a.instanceId,
+    SANDBOX_REPLICA_B: `127.0.0.1:${replicas.b.port}`,
+    SANDBOX_REPLICA_B_ID: replicas.b.instanceId,
+    SANDBOX_MCP_TOKEN: TOKEN,
+  };
+  const child = spawn('haproxy', ['-db', '-f', path.join(REPO, 'deploy/haproxy.cfg'), '-f', statsConfig],
+    { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (c) => { log += c; });
+  await new Promise((resolve, reject) => {
+    child.on('error', (e) => reject(new Error(`haproxy did not start (is it installed? scripts/setup.sh installs it): ${e.message}`)));
+    child.on('exit', (code) => reject(new Error(`haproxy exited with ${code}:\n${log}`)));
+    waitFor(async () => (await fetch(`http://127.0.0.1:${port}/mcp`).catch(() => null))?.status === 401, 10000,
+      'the front to answer').then(resolve, reject);
+  });
+  front = { process: child, port, url: `http://127.0.0.1:${port}/mcp`, log: () => log, statsSocket };
+  return front;
+}
+
+async function stopFront() {
+  const child = front.process;
+  child.kill('SIGTERM');
+  await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.on('exit', r)));
+}
+
+// One command on the front's admin socket; its answer.
+function askFront(command) {
   return new Promise((resolve, reject) => {
-    freePort().then((port) => {
-      const env = {
-        ...process.env,
-        SANDBOX_FRONT_BIND: `127.0.0.1:${port}`,
-        SANDBOX_REPLICA_A: `127.0.0.1:${replicas.a.port}`,
-        SANDBOX_REPLICA_B: `127.0.0.1:${replicas.b.port}`,
-        SANDBOX_MCP_TOKEN: TOKEN,
-      };
-      const child = spawn('haproxy', ['-db', '-f', path.join(REPO, 'deploy/haproxy.cfg')],
-        { env, stdio: ['ignore', 'ignore', 'pipe'] });
-      let log = '';
-      child.stderr.on('data', (c) => { log += c; });
-      child.on('error', (e) => reject(new Error(`haproxy did not start (is it installed? scripts/setup.sh installs it): ${e.message}`)));
-      front = { process: child, url: `http://127.0.0.1:${port}/mcp`, log: () => log };
-      resolve(front);
-    }, reject);
+    const socket = net.connect(front.statsSocket, () => socket.end(`${command}\n`));
+    let text = '';
+    socket.on('data', (c) => { text += c; });
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
   });
 }
 
@@ -173,10 +202,7 @@ after(async () => {
   for (const replica of Object.values(replicas)) {
     if (replica.server.exitCode === null) await stopServer(replica.server);
   }
-  if (front) {
-    front.process.kill('SIGTERM');
-    await new Promise((r) => (front.process.exitCode !== null ? r() : front.process.on('exit', r)));
-  }
+  if (front) await stopFront();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -204,6 +230,10 @@ test('16 clients through the front: sessions spread over both replicas, stay the
     const sid = conn.transport.sessionId;
     clients.push({ conn, sid, sandbox: first.session_id, value: i, replica: await replicaOf(sid) });
   }
+  for (const c of clients) {
+    assert.match(c.sid, /^[0-9a-f]{32}~/, 'a session id: 128 random bits, then its replica');
+    assert.ok(c.sid.endsWith(`~${replicas[c.replica]?.instanceId}`), `${c.sid} names its replica ${c.replica}`);
+  }
   const onA = clients.filter((c) => c.replica === 'a').length;
   const onB = clients.filter((c) => c.replica === 'b').length;
   assert.equal(onA + onB, CLIENTS, `every session lives on a replica: ${JSON.stringify(clients.map((c) => c.replica))}`);
@@ -226,6 +256,40 @@ test('16 clients through the front: sessions spread over both replicas, stay the
     const id = stats.structuredContent.container_id;
     assert.ok((c.replica === 'a' ? localIds : remoteIds).has(id), `session on ${c.replica} runs on its engine`);
   }
+});
+
+test('attack: initialize + DELETE churn leaves the front nothing to evict; a restarted front routes every session home', async () => {
+  // A token holder opens and ends sessions as fast as it can. A front that learns sessions into a
+  // table keeps each entry past its DELETE (for hours): churn fills the table and pushes other
+  // clients' entries out, and a restart of the front forgets them all.
+  const headers = { ...AUTH, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'churn', version: '1' } } });
+  const CHURN = 300;
+  const started = Date.now();
+  for (let i = 0; i < CHURN; i += 10) {
+    await Promise.all(Array.from({ length: 10 }, async () => {
+      const res = await fetch(front.url, { method: 'POST', headers, body: initialize });
+      assert.equal(res.status, 200);
+      await res.text();
+      const sid = res.headers.get('mcp-session-id');
+      const end = await fetch(front.url, { method: 'DELETE', headers: { ...AUTH, 'mcp-session-id': sid } });
+      assert.ok(end.status < 300, `DELETE through the front: ${end.status}`);
+    }));
+  }
+  console.log(`# ${CHURN} initialize + DELETE cycles through the front in ${Date.now() - started} ms`);
+  const tables = await askFront('show table');
+  assert.doesNotMatch(tables, /# table:/, `the front keeps a table:\n${tables}`);
+  assert.equal(await mcpSessions(replicas.a) + await mcpSessions(replicas.b), CLIENTS, 'the churned sessions ended');
+
+  // Every earlier session still reaches its replica, also through a front that forgot everything.
+  await stopFront();
+  await startFront(front.port);
+  await Promise.all(clients.map(async (c) => {
+    const out = await runCode(c.conn.client, 'x += 1\nx', c.sandbox);
+    c.value += 1;
+    assert.equal(out.result, String(c.value), `session on ${c.replica} reached its replica`);
+  }));
 });
 
 test('a killed replica: its clients get "session not found" and recover by initializing again', async () => {

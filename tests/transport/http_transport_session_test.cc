@@ -46,6 +46,22 @@ TEST_F(Http, InitializeOpensSessionWithRandomId) {
   EXPECT_NE(second.header("mcp-session-id"), session);  // every initialize: a new session
 }
 
+// A fleet's front routes each request by the replica named at the end of its session id, so it
+// keeps no table a client could churn (deploy/haproxy.cfg).
+TEST_F(Http, SessionIdsEndWithTheRouteTagAfterTheirRandomPart) {
+  transport::HttpTransportOptions options;
+  options.session_route_tag = "replica-a.prod";
+  startServer(options);
+  const std::string session = openSession();
+  const std::string suffix = "~replica-a.prod";
+  ASSERT_EQ(session.size(), 32 + suffix.size()) << session;
+  EXPECT_EQ(session.substr(32), suffix);
+  EXPECT_EQ(session.substr(0, 32).find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(factory_->owners(), std::vector<std::string>{session});
+  EXPECT_EQ(post(request(2, "ping"), {"Mcp-Session-Id: " + session}).status, 200);
+  EXPECT_NE(openSession().substr(0, 32), session.substr(0, 32));
+}
+
 TEST_F(Http, FailedInitializeOpensNoSession) {
   startServer();
   const Reply reply = post(initializeRequest(true));

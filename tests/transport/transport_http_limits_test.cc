@@ -1,6 +1,7 @@
 // The HTTP transport against peers that hold connections or send hostile bodies, over raw
-// sockets on 127.0.0.1: connection limits (503 and close), the header timeout, and bodies large
-// enough to be parsed off the I/O thread (still answered; too deep still refused).
+// sockets on 127.0.0.1: connection limits (idle connections make room, oldest first; busy ones
+// get a newcomer a 503), the header timeout, and bodies large enough to be parsed off the I/O
+// thread (still answered; too deep still refused).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -76,6 +77,30 @@ std::string postText(const std::string& body, const std::string& extra_headers =
          extra_headers + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
+// Connected and closed by the server (EOF or reset) within `limit`, without sending anything.
+bool closedByServer(int fd, std::chrono::milliseconds limit) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, static_cast<int>(limit.count())) <= 0) return false;
+  char byte = 0;
+  return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
+// A request under way: its header has begun and never ends (within the test).
+void beginRequest(int fd) { sendAll(fd, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"); }
+
+// GET /healthz on a keep-alive connection; returns once the answer is in, leaving it idle.
+void healthzKeepingAlive(int fd) {
+  sendAll(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  std::string text;
+  while (text.find("\r\n\r\nok") == std::string::npos) {
+    char buffer[1024];
+    const ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
+    ASSERT_GT(got, 0) << text;
+    text.append(buffer, static_cast<std::size_t>(got));
+  }
+  ASSERT_EQ(text.rfind("HTTP/1.1 200 ", 0), 0U) << text;
+}
+
 std::string initializeBody() {
   return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})";
 }
@@ -89,17 +114,28 @@ class HttpLimits : public ::testing::Test {
     server_->start();
   }
   [[nodiscard]] std::uint16_t port() const { return server_->port(); }
+  static transport::HttpTransportOptions withHealthz() {
+    transport::HttpTransportOptions options;
+    options.get_endpoints["/healthz"] = [] {
+      return transport::PlainResponse{200, "text/plain", "ok", {}};
+    };
+    return options;
+  }
 
   std::shared_ptr<FakeFactory> factory_ = std::make_shared<FakeFactory>();
   std::unique_ptr<transport::HttpTransport> server_;
 };
 
-TEST_F(HttpLimits, PerAddressLimitAnswers503AndLeavesOtherAddressesIn) {
+TEST_F(HttpLimits, PerAddressLimitOfBusyConnectionsAnswers503AndLeavesOtherAddressesIn) {
   transport::HttpTransportOptions options;
   options.max_connections_per_address = 2;
   start(options);
   std::vector<common::UniqueFd> held;
-  for (int i = 0; i < 2; ++i) held.emplace_back(connectFrom(port(), "127.0.0.7"));
+  for (int i = 0; i < 2; ++i) {
+    held.emplace_back(connectFrom(port(), "127.0.0.7"));
+    beginRequest(held.back().get());
+  }
+  std::this_thread::sleep_for(200ms);  // the server has seen their requests begin
   const common::UniqueFd third(connectFrom(port(), "127.0.0.7"));
   bool closed = false;
   const std::string refused = readUntilClosed(third.get(), 5s, &closed);
@@ -139,7 +175,7 @@ TEST_F(HttpLimits, SessionsPastMaxSessionsAreRefusedUntilOneEnds) {
     ASSERT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0U) << answer;
     const auto header = answer.find("Mcp-Session-Id: ");
     ASSERT_NE(header, std::string::npos) << answer;
-    ids.push_back(answer.substr(header + 16, 32));
+    ids.push_back(answer.substr(header + 16, answer.find("\r\n", header) - header - 16));
   }
   const common::UniqueFd fourth(connectFrom(port()));
   sendAll(fourth.get(), postText(initializeBody()));
@@ -166,9 +202,71 @@ TEST_F(HttpLimits, GlobalLimitCountsEveryAddress) {
   const common::UniqueFd a(connectFrom(port(), "127.0.0.11"));
   const common::UniqueFd b(connectFrom(port(), "127.0.0.12"));
   const common::UniqueFd c(connectFrom(port(), "127.0.0.13"));
+  for (const int fd : {a.get(), b.get(), c.get()}) beginRequest(fd);
+  std::this_thread::sleep_for(200ms);
   const common::UniqueFd d(connectFrom(port(), "127.0.0.14"));
   const std::string refused = readUntilClosed(d.get(), 5s);
   EXPECT_NE(refused.find("http.max_connections"), std::string::npos) << refused;
+}
+
+// Every local process shares 127.0.0.1: idle keep-alive connections, and new ones that sent
+// nothing yet, must not lock a new client out. The longest idle makes room; busy ones stay.
+TEST_F(HttpLimits, IdleConnectionsMakeRoomOldestFirstBusyOnesStay) {
+  auto options = withHealthz();
+  options.max_connections_per_address = 4;
+  start(options);
+  const common::UniqueFd busy(connectFrom(port()));
+  beginRequest(busy.get());
+  const common::UniqueFd oldest(connectFrom(port()));
+  healthzKeepingAlive(oldest.get());
+  std::this_thread::sleep_for(50ms);
+  const common::UniqueFd older(connectFrom(port()));
+  healthzKeepingAlive(older.get());
+  std::this_thread::sleep_for(50ms);
+  const common::UniqueFd silent(connectFrom(port()));  // sent nothing: holds no request either
+  std::this_thread::sleep_for(200ms);
+
+  const common::UniqueFd newcomer(connectFrom(port()));
+  EXPECT_TRUE(closedByServer(oldest.get(), 5s)) << "the longest idle connection was kept";
+  healthzKeepingAlive(newcomer.get());
+  const common::UniqueFd next(connectFrom(port()));
+  EXPECT_TRUE(closedByServer(older.get(), 5s));
+  healthzKeepingAlive(next.get());
+  const common::UniqueFd third(connectFrom(port()));
+  EXPECT_TRUE(closedByServer(silent.get(), 5s));
+  healthzKeepingAlive(third.get());
+  EXPECT_FALSE(closedByServer(busy.get(), 200ms)) << "a request under way was cut off";
+}
+
+TEST_F(HttpLimits, ARequestInFlightIsNeverReclaimed) {
+  auto options = withHealthz();
+  options.max_connections_per_address = 1;
+  start(options);
+  std::string session;
+  {
+    const common::UniqueFd fd(connectFrom(port(), "127.0.0.21"));
+    sendAll(fd.get(), postText(initializeBody()));
+    const std::string answer = readUntilClosed(fd.get(), 10s);
+    const auto header = answer.find("Mcp-Session-Id: ");
+    ASSERT_NE(header, std::string::npos) << answer;
+    session = answer.substr(header + 16, answer.find("\r\n", header) - header - 16);
+  }
+  const common::UniqueFd slow(connectFrom(port(), "127.0.0.22"));
+  sendAll(slow.get(), postText(R"({"jsonrpc":"2.0","id":2,"method":"slow"})",
+                               "Mcp-Session-Id: " + session + "\r\n"));
+  const auto deadline = Clock::now() + 5s;
+  while (factory_->last()->slow_started == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(factory_->last()->slow_started, 1);
+  const common::UniqueFd refused(connectFrom(port(), "127.0.0.22"));
+  const std::string text = readUntilClosed(refused.get(), 5s);
+  EXPECT_EQ(text.rfind("HTTP/1.1 503 ", 0), 0U) << text;
+  EXPECT_NE(text.find("all with a request under way"), std::string::npos) << text;
+  factory_->last()->gate.open();
+  const std::string answer = readUntilClosed(slow.get(), 10s);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0U) << answer;
+  EXPECT_NE(answer.find(R"("released":true)"), std::string::npos) << answer;
 }
 
 TEST_F(HttpLimits, HeaderDrippedSlowlyIsCutOffAtTheHeaderTimeout) {
