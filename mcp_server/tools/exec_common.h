@@ -19,10 +19,12 @@ namespace tools {
 // run_code and run_shell: code can delete or overwrite the session's files (rw volumes reach the
 // host), reruns change state, and a session created with an mcp_allowlist reaches MCP servers
 // outside the sandbox: a client cannot tell from a call which sessions can, so open world.
-inline const json kExecAnnotations{{"readOnlyHint", false},
-                                   {"destructiveHint", true},
-                                   {"idempotentHint", false},
-                                   {"openWorldHint", true}};
+[[nodiscard]] inline json execAnnotations() {
+  return {{"readOnlyHint", false},
+          {"destructiveHint", true},
+          {"idempotentHint", false},
+          {"openWorldHint", true}};
+}
 
 // Acquires (or creates) the session, runs the request and renders the result.
 [[nodiscard]] ToolResult runExecution(const json& arguments, ToolContext& ctx,

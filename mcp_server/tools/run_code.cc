@@ -20,7 +20,7 @@ Tool makeRunCodeTool(const config::ServerConfig& config) {
       "raise `timeout`; it may run as an MCP task (tasks/get, tasks/result).",
       execInputSchema(config, "code", "Source code to execute.", true),
       execOutputSchema(),
-      kExecAnnotations,
+      execAnnotations(),
       TaskSupport::kOptional};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
                 const auto kind = arguments.value("language", "python") == "javascript"

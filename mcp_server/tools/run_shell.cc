@@ -13,7 +13,7 @@ Tool makeRunShellTool(const config::ServerConfig& config) {
       "it may run as an MCP task.",
       execInputSchema(config, "command", "Shell command line, run with /bin/sh -c.", false),
       execOutputSchema(),
-      kExecAnnotations,
+      execAnnotations(),
       TaskSupport::kOptional};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
                 return runExecution(arguments, ctx, sandbox::ExecKind::kShell,

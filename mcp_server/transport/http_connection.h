@@ -141,7 +141,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // Handling: the jobs dispatch() hands to the worker pools (worker threads), and what they send
   // back to the strand (http_connection_handling.cc).
   void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
-                  const std::string& session_id, RequestHolds holds);
+                  const std::string& session_id, const RequestHolds& holds);
   void runInitialize(std::uint64_t serial, const json& message);
   [[nodiscard]] std::optional<json> handleSafely(jsonrpc::Endpoint& endpoint, const json& message,
                                                  jsonrpc::RequestContext& ctx) const;

@@ -38,7 +38,7 @@ bool isSuccess(const json& response) {
 // Worker thread: touches only thread-safe state (context_, the executor, const members).
 void HttpConnection::runRequest(std::uint64_t serial, const json& message,
                                 jsonrpc::Endpoint& endpoint, const std::string& session_id,
-                                RequestHolds holds) {
+                                const RequestHolds& holds) {
   auto self = shared_from_this();
   jsonrpc::RequestContext ctx;
   ctx.cancel = holds.cancel;
@@ -50,7 +50,7 @@ void HttpConnection::runRequest(std::uint64_t serial, const json& message,
   };
   // A request that waits is answered from whichever thread ends the wait; until then it holds
   // its session (and its place in the session's requests in flight), not this thread.
-  ctx.answer_later = [self, serial, holds](std::optional<json> answer) {
+  ctx.answer_later = [self, serial, holds](const std::optional<json>& answer) {
     net::post(self->stream_.get_executor(),
               [self, serial, body = serializeAnswer(answer)]() mutable {
                 self->onHandled(serial, std::move(body), {});
