@@ -10,6 +10,8 @@
 # from its apt sources at run time: no mirror host name is written into this repository).
 readonly SANDBOX_MIN_RUNSC_VERSION="0.0~20240729"
 readonly SANDBOX_BACKPORTS_LIST=/etc/apt/sources.list.d/sandbox-mcp-backports.list
+# gVisor's platform for the runtime "runsc" unless SANDBOX_RUNSC_PLATFORM says otherwise.
+readonly SANDBOX_DEFAULT_RUNSC_PLATFORM=systrap
 
 # Prints the URI of the first apt source that serves Debian's main archive (suite bookworm).
 debian_mirror_uri() {
@@ -69,8 +71,12 @@ install_gvisor() {
 #      --host-uds=open lets the sandbox connect() to host Unix sockets bind-mounted into it; the
 #                      sidecar socket (/run/mcp/mcp.sock) fails with "Operation not permitted"
 #                      without it.
-#      --platform=ptrace  the backports runsc defaults to systrap, measured slower here for
-#                      shell commands (37 vs 17 ms p50); kvm needs nested virtualisation.
+#      --platform=P    gVisor's platform (how it intercepts the sandbox's system calls), P from
+#                      SANDBOX_RUNSC_PLATFORM, else SANDBOX_DEFAULT_RUNSC_PLATFORM (below). Chosen
+#                      by bench/workloads.mjs (real code: printing, numpy, files, processes), not
+#                      by `1+1`: README "Real code". kvm needs /dev/kvm (nested virtualisation).
+#  - runtimes "runsc-systrap", "runsc-ptrace" (and "runsc-kvm" where /dev/kvm exists): the same
+#    with each platform, for sandbox.platform and for the benchmark to compare in one run.
 #  - runtime "runsc-build": gVisor for the RUN steps of model-supplied Dockerfiles (only used when
 #    the operator sets sandbox.allow_dockerfile). --overlay2=none: runsc's default root overlay
 #    (root:self) keeps a container's writes inside the sandbox, so `docker commit` of a RUN step
@@ -88,13 +94,26 @@ configure_docker() {
     old="$(jq -S . "${SANDBOX_DAEMON_JSON}")" ||
       die "${SANDBOX_DAEMON_JSON} is not valid JSON: fix or remove it, then re-run"
   fi
+  local platform="${SANDBOX_RUNSC_PLATFORM:-${SANDBOX_DEFAULT_RUNSC_PLATFORM}}"
+  case "${platform}" in
+    systrap | ptrace) ;;
+    kvm) [[ -c /dev/kvm ]] || die "SANDBOX_RUNSC_PLATFORM=kvm needs /dev/kvm, which this machine lacks" ;;
+    *) die "SANDBOX_RUNSC_PLATFORM must be systrap, ptrace or kvm (got '${platform}')" ;;
+  esac
+  local platforms='["systrap", "ptrace"]'
+  [[ -c /dev/kvm ]] && platforms='["systrap", "ptrace", "kvm"]'
   local new
-  new="$(jq -S --arg path "${runsc_path}" '
+  new="$(jq -S --arg path "${runsc_path}" --arg platform "${platform}" \
+      --argjson platforms "${platforms}" '
+      def sandbox_args($p): ["--network=none", "--host-uds=open", "--platform=" + $p];
       .bridge = "none"
       | .runtimes.runsc = ((.runtimes.runsc // {})
-                           + {path: $path, runtimeArgs: ["--network=none", "--host-uds=open", "--platform=ptrace"]})
+                           + {path: $path, runtimeArgs: sandbox_args($platform)})
+      | reduce $platforms[] as $p (.;
+          .runtimes["runsc-" + $p] = ((.runtimes["runsc-" + $p] // {})
+                                      + {path: $path, runtimeArgs: sandbox_args($p)}))
       | .runtimes["runsc-build"] = ((.runtimes["runsc-build"] // {})
-                           + {path: $path, runtimeArgs: ["--network=none", "--overlay2=none", "--platform=ptrace"]})
+                           + {path: $path, runtimeArgs: ["--network=none", "--overlay2=none", "--platform=" + $platform]})
     ' <<<"${old}")"
 
   if [[ "${new}" == "${old}" ]]; then
@@ -118,6 +137,31 @@ configure_docker() {
     log_info "dockerd is running: reloading runtimes with SIGHUP"
     kill -HUP "$(dockerd_pid)"
     sleep 1
+  fi
+}
+
+# --- enable_app_huge_pages ------------------------------------------------------------------
+# gVisor backs application memory with a memory file on the host (shmem); its --app-huge-pages
+# (on by default) asks for transparent huge pages there with madvise, which the kernel honours
+# only when shmem_enabled is "advise" (often "never"). Then touching fresh memory faults 2 MiB at a
+# time, not 4 KiB: 200 MB of fresh numpy memory took 1.5 s in a sandbox here, 0.1-0.5 s with it
+# (README "Real code"). It affects only mappings that ask for huge pages. Not persistent across a
+# reboot: setup and test runs set it again.
+readonly SANDBOX_SHMEM_THP=/sys/kernel/mm/transparent_hugepage/shmem_enabled
+enable_app_huge_pages() {
+  log_step "enable_app_huge_pages (${SANDBOX_SHMEM_THP})"
+  if [[ ! -w "${SANDBOX_SHMEM_THP}" ]]; then
+    log_info "not available here (no writable ${SANDBOX_SHMEM_THP}): sandboxes fault fresh memory 4 KiB at a time"
+    return 0
+  fi
+  if grep -qE '\[(advise|always|within_size)\]' "${SANDBOX_SHMEM_THP}"; then
+    log_info "already on: $(cat "${SANDBOX_SHMEM_THP}")"
+    return 0
+  fi
+  if echo advise >"${SANDBOX_SHMEM_THP}" 2>/dev/null; then
+    note_change "set ${SANDBOX_SHMEM_THP} to advise (gVisor's application memory may use huge pages)"
+  else
+    log_info "could not set ${SANDBOX_SHMEM_THP} (read-only here): sandboxes fault fresh memory 4 KiB at a time"
   fi
 }
 

@@ -221,6 +221,7 @@ run_setup_steps() {
   install_packages
   install_gvisor
   configure_docker
+  enable_app_huge_pages
   start_dockerd
   build_images
   build_project "${preset}"

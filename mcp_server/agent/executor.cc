@@ -69,6 +69,16 @@ void Executor::pump() {
 
 void Executor::beginRun(ExecRequest request) {
   run_ = std::make_unique<Run>(std::move(request), saved_output_dir_);
+  if (run_->request.stream) {
+    run_->events = std::make_unique<OutputBatcher>(
+        kOutputEventInterval, kMaxOutputEventBytes,
+        [this, id = run_->request.id](OutputStream stream, std::string data) {
+          send_({{"id", id},
+                 {"event", "output"},
+                 {"stream", streamName(stream)},
+                 {"data", std::move(data)}});
+        });
+  }
   run_->deadline_timer = loop_.addTimer(run_->request.timeout, [this] {
     run_->deadline_timer = 0;
     stop(ExecStatus::kTimeout);
@@ -137,29 +147,35 @@ void Executor::stop(ExecStatus status) {
 void Executor::appendOutput(OutputStream stream, std::string_view data) {
   const bool is_stdout = stream == OutputStream::kStdout;
   const std::string_view kept = (is_stdout ? run_->out : run_->err).append(data);
-  if (!run_->request.stream || kept.empty()) return;
+  if (!run_->events || kept.empty()) return;
   const std::string chunk = (is_stdout ? run_->out_events : run_->err_events).push(kept);
   if (chunk.empty()) return;
-  send_({{"id", run_->request.id},
-         {"event", "output"},
-         {"stream", streamName(stream)},
-         {"data", chunk}});
+  scheduleOutputEvents(run_->events->push(stream, chunk, Clock::now()));
+}
+
+void Executor::scheduleOutputEvents(std::optional<Clock::time_point> due) {
+  if (!due || run_->events_timer != 0) return;
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*due - Clock::now());
+  run_->events_timer = loop_.addTimer(std::max(wait, std::chrono::milliseconds(0)), [this] {
+    if (!run_) return;
+    run_->events_timer = 0;
+    scheduleOutputEvents(run_->events->flushDue(Clock::now()));
+  });
 }
 
 void Executor::finish(ExecResult result) {
   Run& run = *run_;
   loop_.cancelTimer(run.deadline_timer);
   loop_.cancelTimer(run.grace_timer);
-  if (run.request.stream) {
+  loop_.cancelTimer(run.events_timer);
+  run.events_timer = 0;
+  if (run.events) {
     for (const auto stream : {OutputStream::kStdout, OutputStream::kStderr}) {
       const bool is_stdout = stream == OutputStream::kStdout;
       const std::string rest = (is_stdout ? run.out_events : run.err_events).flush();
-      if (rest.empty()) continue;
-      send_({{"id", run.request.id},
-             {"event", "output"},
-             {"stream", streamName(stream)},
-             {"data", rest}});
+      (void)run.events->push(stream, rest, Clock::now());
     }
+    run.events->flushAll();
   }
   if (run.request.kind == ExecKind::kPython && state_lost_while_idle_ && !result.state_lost) {
     result.state_lost = true;

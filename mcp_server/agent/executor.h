@@ -101,6 +101,8 @@ class Executor {
 
   void stop(ExecStatus status);  // kTimeout or kCancelled
   void appendOutput(OutputStream stream, std::string_view data);
+  // Arms the timer that sends batched output events at `due` (none armed yet, something waits).
+  void scheduleOutputEvents(std::optional<std::chrono::steady_clock::time_point> due);
   void finish(ExecResult result);
   // Reports the run's saved output files in `result` and deletes the oldest beyond the limit.
   void keepSavedOutputs(Run& run, ExecResult& result);

@@ -14,6 +14,7 @@
 #include "agent/event_loop.h"
 #include "agent/exec_request.h"
 #include "agent/executor.h"
+#include "agent/output_batcher.h"
 #include "agent/output_capture.h"
 #include "agent/output_spill.h"
 #include "agent/shell_process.h"
@@ -24,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 
 // What an interpreter printed before failing to start is kept up to this size for the error.
 inline constexpr std::size_t kMaxStartupOutputBytes = 4096;
+// Streamed output goes out at most once per interval (the first chunk after a quiet interval at
+// once), in events of at most this size.
+inline constexpr std::chrono::milliseconds kOutputEventInterval{50};
+inline constexpr std::size_t kMaxOutputEventBytes = std::size_t{64} * 1024;
 
 struct Executor::Run {
   Run(ExecRequest r, const std::filesystem::path& saved_output_dir)
@@ -44,6 +49,8 @@ struct Executor::Run {
   OutputCapture err;
   Utf8Rechunker out_events;
   Utf8Rechunker err_events;
+  std::unique_ptr<OutputBatcher> events;  // set when the request streams
+  EventLoop::TimerId events_timer = 0;
   Clock::time_point started;
   EventLoop::TimerId deadline_timer = 0;
   EventLoop::TimerId grace_timer = 0;

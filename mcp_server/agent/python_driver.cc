@@ -56,7 +56,7 @@ PythonDriver::PythonDriver(EventLoop& loop, Reaper& reaper, const std::string& p
   SpawnSpec spec;
   spec.executable = python3;
   // rich_display.py first: driver.py uses what it defines (one program, one globals dict).
-  spec.argv = {"python3", "-u", "-c",
+  spec.argv = {"python3", "-c",
                std::string(kRichDisplaySource) + "\n" + std::string(kDriverSource)};
   spec.fds = {{1, out.write_end.get()},
               {2, err.write_end.get()},

@@ -162,9 +162,10 @@ std::vector<sandbox::HealthCheck> sandboxChecks(const config::ServerConfig& cfg,
   const auto has = [&](const std::string& name) {
     return std::find(runtimes.begin(), runtimes.end(), name) != runtimes.end();
   };
-  if (has(cfg.sandbox.runtime) && backend.imageExists(cfg.sandbox.image)) {
-    checks.push_back(sandbox::docker::probeFileListing(
-        backend.engine(), cfg.sandbox.image, cfg.sandbox.runtime, backend.containerLabels()));
+  const std::string runtime = config::engineRuntime(cfg.sandbox);
+  if (has(runtime) && backend.imageExists(cfg.sandbox.image)) {
+    checks.push_back(sandbox::docker::probeFileListing(backend.engine(), cfg.sandbox.image, runtime,
+                                                       backend.containerLabels()));
   }
   if (cfg.sandbox.allow_dockerfile) {
     const bool ok = has(cfg.sandbox.build_runtime);

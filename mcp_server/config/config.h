@@ -46,6 +46,10 @@ struct DockerConfig {
 struct SandboxConfig {
   std::string image = "sandbox-mcp/python:latest";
   std::string runtime = "runsc";  // gVisor; "runc" only as a logged, opt-in weakening
+  // gVisor's platform: "" takes the engine's runtime `runsc` as scripts/setup.sh registered it
+  // (SANDBOX_RUNSC_PLATFORM, systrap unless set); "systrap", "ptrace" or "kvm" use the runtime
+  // registered as runsc-<platform>. See engineRuntime().
+  std::string platform;
   std::int64_t memory_mib = 512;
   double cpus = 1.0;
   std::int64_t pids_limit = 256;  // runsc counts its own Sentry threads here (DESIGN.md)
@@ -78,6 +82,13 @@ struct SandboxConfig {
   std::int64_t built_image_max_idle_s = 86400;  // a built image unused this long is removed
   std::int64_t build_max_size_mib = 2048;       // bytes all RUN steps of one build may add
 };
+
+// The engine runtime sandboxes run under: runsc-<platform> when a platform is chosen, else
+// sandbox.runtime.
+[[nodiscard]] inline std::string engineRuntime(const SandboxConfig& sandbox) {
+  return sandbox.runtime == "runsc" && !sandbox.platform.empty() ? "runsc-" + sandbox.platform
+                                                                 : sandbox.runtime;
+}
 
 struct ExecutionConfig {
   std::int64_t default_timeout_s = 30;

@@ -23,6 +23,7 @@ json toJson(const ServerConfig& c) {
       {"sandbox",
        {{"image", c.sandbox.image},
         {"runtime", c.sandbox.runtime},
+        {"platform", c.sandbox.platform},
         {"memory_mib", c.sandbox.memory_mib},
         {"cpus", c.sandbox.cpus},
         {"pids_limit", c.sandbox.pids_limit},

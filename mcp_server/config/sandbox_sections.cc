@@ -90,6 +90,7 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   ObjectReader r(*node, "sandbox");
   r.read("image", out.image);
   r.read("runtime", out.runtime);
+  r.read("platform", out.platform);
   if (node->contains("strict_gvisor")) {
     ObjectReader::fail("sandbox.strict_gvisor",
                        "was replaced: refusing runc is now the default; set "
@@ -140,6 +141,15 @@ void readSandbox(ObjectReader& parent, SandboxConfig& out) {
   }
   if (out.runtime != "runsc" && out.runtime != "runc") {
     ObjectReader::fail("sandbox.runtime", "must be \"runsc\" or \"runc\"");
+  }
+  if (!out.platform.empty() && out.platform != "systrap" && out.platform != "ptrace" &&
+      out.platform != "kvm") {
+    ObjectReader::fail("sandbox.platform",
+                       "must be \"systrap\", \"ptrace\" or \"kvm\" (or left out: the engine's "
+                       "runsc as scripts/setup.sh registered it)");
+  }
+  if (!out.platform.empty() && out.runtime != "runsc") {
+    ObjectReader::fail("sandbox.platform", "is gVisor's platform: it needs sandbox.runtime runsc");
   }
   requireAtLeast(out.memory_mib, 16, "sandbox.memory_mib");
   if (out.cpus <= 0.0) ObjectReader::fail("sandbox.cpus", "must be > 0");

@@ -86,14 +86,18 @@ std::string SessionFactory::resolveRuntime() {
   std::lock_guard lock(runtime_mutex_);
   if (runtime_) return *runtime_;
   const auto available = backend_.runtimes();
-  const bool has = [&](const std::string& name) {
-    return std::find(available.begin(), available.end(), name) != available.end();
-  }(config_.sandbox.runtime);
+  const std::string wanted = config::engineRuntime(config_.sandbox);
+  const bool has = std::find(available.begin(), available.end(), wanted) != available.end();
   if (has) {
-    runtime_ = config_.sandbox.runtime;
+    runtime_ = wanted;
     if (*runtime_ == "runc") {
       log()->warn("WEAKENED: sandbox.runtime is runc: sandboxes share the host kernel (no gVisor)");
     }
+  } else if (!config_.sandbox.platform.empty()) {
+    throw SandboxError("the runtime " + wanted + " (gVisor on the " + config_.sandbox.platform +
+                       " platform, sandbox.platform) is not registered with the Docker engine: "
+                       "run scripts/setup.sh (it registers runsc-systrap and runsc-ptrace, and "
+                       "runsc-kvm where /dev/kvm exists), or leave sandbox.platform out");
   } else if (!config_.sandbox.allow_runc_fallback) {
     throw SandboxError(
         "gVisor (runsc) is not registered with the Docker engine, and this server refuses to "

@@ -151,14 +151,14 @@ TEST(Unit, StreamEventsArriveBeforeTheFinalReply) {
               {"op", "exec"},
               {"kind", "python"},
               {"code",
-               "import sys, time\nfor i in range(3):\n    print(i)\n    time.sleep(0.05)\n"
+               "import sys, time\nfor i in range(3):\n    print(i)\n    time.sleep(0.3)\n"
                "sys.stderr.write('done\\n')"},
               {"timeout_ms", 10000},
               {"max_output_bytes", 1000},
               {"stream", true}});
   const auto reply = agent.waitFor(70);
   EXPECT_EQ(reply.final["stdout"], "0\n1\n2\n");
-  ASSERT_GE(reply.events.size(), 3U);  // one per print at least, as they were spaced in time
+  ASSERT_GE(reply.events.size(), 3U);  // one per print at least: they are further apart than 50 ms
   std::string out;
   std::string err;
   for (const json& event : reply.events) {
@@ -186,6 +186,59 @@ TEST(Unit, StreamEventsRespectTheCap) {
   EXPECT_EQ(streamed, reply.final["stdout"].get<std::string>());
   EXPECT_EQ(streamed.size(), 50U);
   EXPECT_EQ(reply.final["truncated"]["stdout"], true);
+}
+
+// stdout is block-buffered in the interpreter and events are batched in the agent, yet a line
+// printed (without flush) before a sleep arrives while the code still sleeps.
+TEST(Unit, ALinePrintedBeforeASleepArrivesBeforeTheCellEnds) {
+  TempDir dir;
+  AgentClient agent(dir.path());
+  agent.send({{"id", 72},
+              {"op", "exec"},
+              {"kind", "python"},
+              {"code", "import time\nprint('before the sleep')\ntime.sleep(2)\nprint('after')"},
+              {"timeout_ms", 10000},
+              {"max_output_bytes", 1000},
+              {"stream", true}});
+  const auto sent = std::chrono::steady_clock::now();
+  const auto first = agent.readFrame();
+  const auto arrived = std::chrono::steady_clock::now() - sent;
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)["event"], "output");
+  EXPECT_EQ((*first)["data"], "before the sleep\n");
+  EXPECT_LT(arrived, 1500ms) << "the line waited for the sleep";
+  const auto reply = agent.waitFor(72);
+  EXPECT_EQ(reply.final["stdout"], "before the sleep\nafter\n");
+}
+
+// 20,000 printed lines are a few events, not 20,000. A write to stderr first flushes what stdout
+// holds, so it comes after every line printed before it (two pipes: what is written after it may
+// still overtake it, as in a notebook); a subprocess's output comes after what was printed before
+// it started.
+TEST(Unit, ManyLinesAreFewEventsInOrder) {
+  TempDir dir;
+  AgentClient agent(dir.path());
+  agent.send({{"id", 73},
+              {"op", "exec"},
+              {"kind", "python"},
+              {"code",
+               "import subprocess, sys, time\nfor i in range(20000):\n    print(i)\n"
+               "print('err', file=sys.stderr)\ntime.sleep(0.2)\nprint('out')\n"
+               "subprocess.run(['echo', 'child'])\nprint('end')"},
+              {"timeout_ms", 30000},
+              {"max_output_bytes", 1 << 20},
+              {"stream", true}});
+  const auto reply = agent.waitFor(73, 30s);
+  std::string expected;
+  for (int i = 0; i < 20000; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_EQ(reply.final["stdout"], expected + "out\nchild\nend\n");
+  EXPECT_LE(reply.events.size(), 40U);
+  std::string in_order;  // both streams as the events gave them, stderr marked
+  for (const json& event : reply.events) {
+    const std::string data = event["data"].get<std::string>();
+    in_order += event["stream"] == "stderr" ? "[stderr]" + data : data;
+  }
+  EXPECT_EQ(in_order, expected + "[stderr]err\nout\nchild\nend\n");
 }
 
 }  // namespace

@@ -101,6 +101,23 @@ TEST(Config, ReadsNestedValues) {
   EXPECT_TRUE(c.volumes.allowed_host_dirs[0].allow_rw);
 }
 
+TEST(Config, ThePlatformNamesTheEngineRuntime) {
+  EXPECT_EQ(config::engineRuntime(config::fromJson(json::object()).sandbox), "runsc");
+  const auto ptrace = config::fromJson({{"sandbox", {{"platform", "ptrace"}}}});
+  EXPECT_EQ(ptrace.sandbox.platform, "ptrace");
+  EXPECT_EQ(config::engineRuntime(ptrace.sandbox), "runsc-ptrace");
+  EXPECT_EQ(
+      config::engineRuntime(config::fromJson({{"sandbox", {{"platform", "systrap"}}}}).sandbox),
+      "runsc-systrap");
+  EXPECT_EQ(errorOf({{"sandbox", {{"platform", "native"}}}})
+                .rfind("config: sandbox.platform must be \"systrap\", \"ptrace\" or \"kvm\"", 0),
+            0U);
+  EXPECT_EQ(
+      errorOf({{"sandbox",
+                {{"runtime", "runc"}, {"platform", "ptrace"}, {"allow_runc_fallback", true}}}}),
+      "config: sandbox.platform is gVisor's platform: it needs sandbox.runtime runsc");
+}
+
 TEST(Config, ErrorsNameTheFieldPath) {
   EXPECT_EQ(errorOf({{"sandbox", {{"memory_mib", 1}}}}),
             "config: sandbox.memory_mib must be >= 16");

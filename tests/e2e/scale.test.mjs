@@ -74,15 +74,20 @@ test('a session with its own environment is created cold', async () => {
 
 // Output ends a moment before the result: the SDK runs notification handlers a microtask after
 // it reads them but settles a response at once, so a progress notification read in the same
-// chunk as the response would reach a handler that is already gone.
+// chunk as the response would reach a handler that is already gone. Nothing is flushed by hand:
+// stdout is block-buffered in the sandbox, yet a line printed before a sleep arrives during it,
+// and stdout, stderr and a subprocess's output keep their order.
 const STREAMING_CODE = [
-  'import sys, time',
-  'print("first line", flush=True)',
+  'import subprocess, sys, time',
+  'print("first line")',
   'time.sleep(0.8)',
-  'print("to stderr", file=sys.stderr, flush=True)',
-  'print("last line", flush=True)',
+  'print("to stderr", file=sys.stderr)',
+  'print("last line")',
+  'subprocess.run(["echo", "from a subprocess"])',
+  'print("after it")',
   'time.sleep(0.3)',
 ].join('\n');
+const STREAMED_STDOUT = 'first line\nlast line\nfrom a subprocess\nafter it\n';
 
 async function runWithProgress(client) {
   const progress = [];
@@ -96,16 +101,12 @@ async function runWithProgress(client) {
 }
 
 function assertStreamed({ res, progress, resultAt }) {
-  assert.equal(res.structuredContent.stdout, 'first line\nlast line\n', 'the result has the whole output');
-  // A line may come in more than one chunk (Python writes the text and the newline apart), and
-  // every stderr chunk carries the prefix: put each stream back together before comparing.
+  assert.equal(res.structuredContent.stdout, STREAMED_STDOUT, 'the result has the whole output');
+  // Output comes in batches (at most one notification per 50 ms), and every stderr chunk carries
+  // the prefix: put the streams back together, in the order they came, before comparing.
   const prefix = '[stderr] ';
-  const stderrText = progress.filter((p) => p.message.startsWith(prefix))
-    .map((p) => p.message.slice(prefix.length)).join('');
-  const stdoutText = progress.filter((p) => !p.message.startsWith(prefix))
-    .map((p) => p.message).join('');
-  assert.equal(stdoutText, 'first line\nlast line\n');
-  assert.equal(stderrText, 'to stderr\n');
+  const inOrder = progress.map((p) => (p.message.startsWith(prefix) ? `<${p.message.slice(prefix.length)}>` : p.message)).join('');
+  assert.equal(inOrder, `first line\n<to stderr\n>${STREAMED_STDOUT.slice('first line\n'.length)}`);
   const first = progress.find((p) => p.message.includes('first line'));
   assert.ok(first.at <= resultAt - 500, 'the first line arrived while the code was still sleeping');
   for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress);
