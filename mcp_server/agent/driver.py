@@ -112,14 +112,16 @@ def _flushing_stdout_first(function):
 
 def _flush_before_other_processes_write():
     """What was printed before a subprocess starts shows before what the subprocess prints: the
-    ways a child gets our stdout (subprocess, os.system, posix_spawn) flush it first."""
+    ways a child gets our stdout (subprocess, os.system, posix_spawn) flush it first. So do the
+    ways this process ends or becomes another without flushing (os._exit, the os.exec* family,
+    which all go through execv or execve)."""
     import _posixsubprocess
     import subprocess
 
     _posixsubprocess.fork_exec = _flushing_stdout_first(_posixsubprocess.fork_exec)
     if getattr(subprocess, "_fork_exec", None) is not None:  # bound at its import
         subprocess._fork_exec = _posixsubprocess.fork_exec
-    for name in ("system", "posix_spawn", "posix_spawnp"):
+    for name in ("system", "posix_spawn", "posix_spawnp", "_exit", "execv", "execve"):
         if hasattr(os, name):
             setattr(os, name, _flushing_stdout_first(getattr(os, name)))
 
