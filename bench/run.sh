@@ -9,10 +9,12 @@
 #   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
 #   preload.mjs  the warm pool's Python preload: first data-stack import (preload.{md,json})
 #   figures.mjs  a figure's round trip as image content, a DataFrame preview (figures.{md,json})
+#   workloads.mjs real code (printing, numpy, pandas, files, processes, git, sqlite) in a sandbox
+#                against a plain runc container of the same image and limits (workloads.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
-#   bench/run.sh scale             only one of them (bench, channel, remote, scale, sidecar, preload
-#                                  or figures)
+#   bench/run.sh scale             only one of them (bench, channel, remote, scale, sidecar, preload,
+#                                  figures or workloads)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -121,11 +123,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs) script
+  local scripts=(bench.mjs channel.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs workloads.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | remote | scale | sidecar | preload | figures) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, remote, scale, sidecar, preload or figures (or nothing for all)" ;;
+    bench | channel | remote | scale | sidecar | preload | figures | workloads) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, remote, scale, sidecar, preload, figures or workloads (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     if [[ "${script}" == remote.mjs ]]; then
