@@ -23,11 +23,11 @@ is never attributed to the next cell.
 
 import ast
 import builtins
+import io
 import json
 import linecache
 import os
 import signal
-import io
 import sys
 import threading
 import time
