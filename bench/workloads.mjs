@@ -1,6 +1,7 @@
 // Real code, not `1+1`: the same Python workloads run through run_code in a sandbox and in a plain
 // runc container of the same image with the same limits (1 CPU, 512 MiB, network none, a tmpfs
-// /tmp), in one run. Each workload is timed inside the Python process (its untimed set-up first),
+// /tmp), in one run; and, as the floor gVisor itself sets, in a plain container of the same image
+// and limits on the same gVisor runtime (no agent, no server: `docker exec python3`). Each workload is timed inside the Python process (its untimed set-up first),
 // so neither container start nor the MCP round trip is counted; the printing workloads also report
 // what a client waits for run_code to return. Prints each workload's medians, the ratio and the
 // geometric mean; results in bench/results/workloads.{md,json}. See bench/README.md.
@@ -75,8 +76,10 @@ function script(setup, body, sample) {
     '_bs.stdout.flush()', '_bs.stderr.flush()', '_bench_ms = (_bt.perf_counter() - _t0) * 1000'].join('\n');
 }
 
-async function startBaseline() {
-  const id = (await docker(['run', '-d', '--rm', '--runtime=runc', '--network', 'none',
+const GVISOR_RUNTIME = PLATFORM ? `runsc-${PLATFORM}` : 'runsc';
+
+async function startBaseline(runtime) {
+  const id = (await docker(['run', '-d', '--rm', `--runtime=${runtime}`, '--network', 'none',
     '--memory', '512m', '--memory-swap', '512m', '--cpus', '1', '--pids-limit', '256',
     '--read-only', '--tmpfs', '/tmp:rw,exec,size=256m', '--tmpfs', '/workspace:rw,exec,size=256m',
     '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--user', '65534:65534',
@@ -94,7 +97,7 @@ async function baselineSample(id, setup, body, sample) {
     child.on('error', reject);
     child.on('close', (status) => {
       const text = Buffer.concat(err).toString();
-      if (status !== 0) reject(new Error(`baseline exited ${status}: ${text.slice(-800)}`));
+      if (status !== 0) reject(new Error(`baseline ${id} exited ${status}: ${text.slice(-800)}`));
       else resolve(text);
     });
     child.stdin.end(code);
@@ -127,20 +130,26 @@ function report(info) {
   md.push(`- machine: ${info.nproc} CPUs (${info.cpu}), docker ${info.docker}, runsc ${info.runsc}`);
   md.push(`- load average (1/5/15 min): ${info.load_start} at start, ${info.load_end} at end`);
   md.push(`- image ${IMAGE}; gVisor platform ${PLATFORM || '(the engine\'s runsc)'}; baseline: ` +
-    '`docker run --runtime=runc` with the same limits; each workload timed inside Python, ' +
-    `median of ${samples}`, '');
-  md.push('| workload | sandbox ms | runc ms | ratio |', '|---|--:|--:|--:|');
+    '`docker run --runtime=runc` with the same limits; gVisor alone: the same container on ' +
+    `\`--runtime=${GVISOR_RUNTIME}\` (the floor without the agent); each workload timed inside ` +
+    `Python, median of ${samples}`, '');
+  md.push('| workload | sandbox ms | gVisor alone ms | runc ms | ratio | gVisor alone / runc |',
+    '|---|--:|--:|--:|--:|--:|');
   const ratios = [];
+  const floors = [];
   for (const [name, what] of WORKLOADS) {
     const s = stats[`${name}.sandbox`];
+    const g = stats[`${name}.gvisor`];
     const b = stats[`${name}.runc`];
-    if (!s || !b) continue;
-    const ratio = s.p50 / b.p50;
-    ratios.push(ratio);
-    md.push(`| ${what} | ${fmt(s.p50)} | ${fmt(b.p50)} | ${ratio.toFixed(1)}x |`);
+    if (!s || !g || !b) continue;
+    ratios.push(s.p50 / b.p50);
+    floors.push(g.p50 / b.p50);
+    md.push(`| ${what} | ${fmt(s.p50)} | ${fmt(g.p50)} | ${fmt(b.p50)} | ` +
+      `${(s.p50 / b.p50).toFixed(1)}x | ${(g.p50 / b.p50).toFixed(1)}x |`);
   }
-  const geomean = Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length);
-  md.push(`| **geometric mean** | | | **${geomean.toFixed(2)}x** |`, '');
+  const geo = (xs) => Math.exp(xs.reduce((a, r) => a + Math.log(r), 0) / xs.length);
+  const geomean = geo(ratios);
+  md.push(`| **geometric mean** | | | | **${geomean.toFixed(2)}x** | **${geo(floors).toFixed(2)}x** |`, '');
   const calls = [['print.call', 'run_code printing 20,000 lines, as the client waits for it'],
     ['print50k.call', 'run_code printing 50,000 lines'],
     ['print50k_streamed.call', 'run_code printing 50,000 lines, streamed (progress requested)']];
@@ -148,7 +157,7 @@ function report(info) {
   for (const [key, what] of calls) {
     if (stats[key]) md.push(`| ${what} | ${fmt(stats[key].p50)} | ${fmt(stats[key].max)} |`);
   }
-  return { md: `${md.join('\n')}\n`, json: { info, platform: PLATFORM, geomean, stats, samples: Object.fromEntries(series) } };
+  return { md: `${md.join('\n')}\n`, json: { info, platform: PLATFORM, geomean, gvisor_geomean: geo(floors), stats, samples: Object.fromEntries(series) } };
 }
 
 async function main() {
@@ -163,11 +172,13 @@ async function main() {
   let server;
   let conn;
   let baseline;
+  let floor;
   let failure;
   try {
     server = await startHttpServer(['--config', config]);
     conn = await connectHttp(server.url);
-    baseline = await startBaseline();
+    baseline = await startBaseline('runc');
+    floor = await startBaseline(GVISOR_RUNTIME);
     const first = await conn.client.callTool({ name: 'run_code', arguments: { code: '1' } });
     const sessionId = first.structuredContent.session_id;
     for (const [name, , setup, body] of WORKLOADS) {
@@ -176,10 +187,11 @@ async function main() {
         const s = await sandboxSample(conn.client, sessionId, setup, body, n);
         record(`${name}.sandbox`, s.inside);
         record(`${name}.call`, s.call);
+        record(`${name}.gvisor`, await baselineSample(floor, setup, body, n));
         record(`${name}.runc`, await baselineSample(baseline, setup, body, n));
       }
-      log(`${name}: sandbox ${fmt(summarize(series.get(`${name}.sandbox`)).p50)} ms, ` +
-        `runc ${fmt(summarize(series.get(`${name}.runc`)).p50)} ms`);
+      const p50 = (side) => fmt(summarize(series.get(`${name}.${side}`)).p50);
+      log(`${name}: sandbox ${p50('sandbox')} ms, gVisor alone ${p50('gvisor')} ms, runc ${p50('runc')} ms`);
     }
     if (!process.env.BENCH_WORKLOADS || process.env.BENCH_WORKLOADS.split(',').includes('print')) {
       const body = 'for n in range(50000):\n    print("line", n)';
@@ -195,7 +207,7 @@ async function main() {
     failure = error;
   } finally {
     await conn?.client.close().catch(() => {});
-    if (baseline) await docker(['rm', '-f', baseline]).catch(() => {});
+    for (const id of [baseline, floor]) if (id) await docker(['rm', '-f', id]).catch(() => {});
     if (server) {
       await stopServer(server);
       const left = await managedContainersOf(server.pid);

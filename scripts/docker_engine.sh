@@ -74,8 +74,8 @@ install_gvisor() {
 #      --platform=P    gVisor's platform (how it intercepts the sandbox's system calls), P from
 #                      SANDBOX_RUNSC_PLATFORM, else SANDBOX_DEFAULT_RUNSC_PLATFORM (below). Chosen
 #                      by bench/workloads.mjs (real code: printing, numpy, files, processes), not
-#                      by `1+1`: README "Real code". kvm needs /dev/kvm (nested virtualisation).
-#  - runtimes "runsc-systrap", "runsc-ptrace" (and "runsc-kvm" where /dev/kvm exists): the same
+#                      by `1+1`: README "Real code". kvm needs KVM that works (kvm_usable).
+#  - runtimes "runsc-systrap", "runsc-ptrace" (and "runsc-kvm" where KVM works): the same
 #    with each platform, for sandbox.platform and for the benchmark to compare in one run.
 #  - runtime "runsc-build": gVisor for the RUN steps of model-supplied Dockerfiles (only used when
 #    the operator sets sandbox.allow_dockerfile). --overlay2=none: runsc's default root overlay
@@ -84,6 +84,13 @@ install_gvisor() {
 #    gVisor's gofer) and can be committed. No --host-uds: builds reach no host socket.
 # Reload: dockerd re-reads "runtimes" on SIGHUP, but "bridge" only at start-up, so a changed
 # bridge setting restarts dockerd while a runtime-only change just sends SIGHUP.
+# KVM works: /dev/kvm exists and the CPU offers hardware virtualisation. Some VMs have the device
+# without the CPU flags (no nested virtualisation); there runsc --platform=kvm spins at boot
+# forever instead of failing, so such a runtime must not be offered.
+kvm_usable() {
+  [[ -c /dev/kvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo
+}
+
 configure_docker() {
   log_step "configure_docker (${SANDBOX_DAEMON_JSON})"
   local runsc_path
@@ -97,11 +104,11 @@ configure_docker() {
   local platform="${SANDBOX_RUNSC_PLATFORM:-${SANDBOX_DEFAULT_RUNSC_PLATFORM}}"
   case "${platform}" in
     systrap | ptrace) ;;
-    kvm) [[ -c /dev/kvm ]] || die "SANDBOX_RUNSC_PLATFORM=kvm needs /dev/kvm, which this machine lacks" ;;
+    kvm) kvm_usable || die "SANDBOX_RUNSC_PLATFORM=kvm needs KVM (/dev/kvm and the CPU's vmx or svm flag), which this machine lacks" ;;
     *) die "SANDBOX_RUNSC_PLATFORM must be systrap, ptrace or kvm (got '${platform}')" ;;
   esac
   local platforms='["systrap", "ptrace"]'
-  [[ -c /dev/kvm ]] && platforms='["systrap", "ptrace", "kvm"]'
+  kvm_usable && platforms='["systrap", "ptrace", "kvm"]'
   local new
   new="$(jq -S --arg path "${runsc_path}" --arg platform "${platform}" \
       --argjson platforms "${platforms}" '
@@ -112,6 +119,7 @@ configure_docker() {
       | reduce $platforms[] as $p (.;
           .runtimes["runsc-" + $p] = ((.runtimes["runsc-" + $p] // {})
                                       + {path: $path, runtimeArgs: sandbox_args($p)}))
+      | if ($platforms | index("kvm")) then . else del(.runtimes["runsc-kvm"]) end
       | .runtimes["runsc-build"] = ((.runtimes["runsc-build"] // {})
                            + {path: $path, runtimeArgs: ["--network=none", "--overlay2=none", "--platform=" + $platform]})
     ' <<<"${old}")"

@@ -4,7 +4,7 @@ It is embedded into the agent at build time and started as `python3 -c <this fil
 Protocol (one JSON object per line):
   fd 3, agent -> driver: {"cell": int, "code": str, "max_result_chars": int, "max_images": int,
         "image_max_bytes": int, "image_max_px": int, "figures_dir": str}
-  fd 4, driver -> agent: first {"ready": true, "python_version": "3.11.2"}, then one reply per
+  fd 4, driver -> agent: first {"ready": true, "version": "3.11.2"}, then one reply per
         command, naming its cell: {"cell": int, "status": "success" | "error",
                   "exit_code": int, "result": str | null,
                   "interrupted": bool, "exec_ms"?: float (the code's own run time), "images"?: [{"path", "width", "height", "bytes",
@@ -280,7 +280,7 @@ def _main():
     sys.modules["__main__"] = main_module
     namespace = main_module.__dict__
 
-    _send({"ready": True, "python_version": "%d.%d.%d" % sys.version_info[:3]})
+    _send({"ready": True, "version": "%d.%d.%d" % sys.version_info[:3]})
     while True:
         try:
             line = commands.readline()

@@ -93,8 +93,13 @@ void Executor::beginRun(ExecRequest request) {
     return;
   }
   // When sending fails the driver is dying: onDriverExit() (or the deadline) finishes this run.
-  (void)driver_->sendCell(run_->request.code, run_->request.max_output_bytes, run_->request.images,
-                          (saved_output_dir_.parent_path() / "figures").string());
+  const auto& images = run_->request.images;
+  (void)driver_->sendCell(
+      run_->request.code, run_->request.max_output_bytes,
+      {{"max_images", images.max_count},
+       {"image_max_bytes", images.max_bytes},
+       {"image_max_px", images.max_px},
+       {"figures_dir", (saved_output_dir_.parent_path() / "figures").string()}});
 }
 
 void Executor::rejectRequest(std::int64_t id, const std::string& error) {

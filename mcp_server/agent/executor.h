@@ -24,7 +24,6 @@
 #include "agent/exec_request.h"
 #include "agent/interpreter_driver.h"
 #include "agent/output_stream.h"
-#include "agent/python_driver.h"
 #include "agent/shell_process.h"
 
 namespace agent {
@@ -114,7 +113,7 @@ class Executor {
   std::deque<ExecRequest> queue_;
 
   std::optional<std::string> python3_;
-  std::unique_ptr<PythonDriver> driver_;
+  std::unique_ptr<InterpreterDriver> driver_;
   std::string driver_failure_;          // why the driver is not running, for replies
   std::string driver_startup_output_;   // what a failing driver printed before it was ready
   bool front_start_attempted_ = false;  // the queued Python request already triggered a start

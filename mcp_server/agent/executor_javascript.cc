@@ -2,11 +2,11 @@
 // exec, so sessions that never use JavaScript pay nothing, and restarted lazily after it dies.
 #include <signal.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <system_error>
 #include <utility>
 
+#include "agent/driver_reply.h"
 #include "agent/executor.h"
 #include "agent/executor_run.h"
 #include "agent/js_driver_source.h"  // generated from js_driver.js: kJsDriverSource
@@ -15,31 +15,6 @@ namespace agent {
 namespace {
 
 constexpr const char* kNodeLabel = "Node.js";
-
-// The member `name` of `object`, or null when it has none.
-const nlohmann::json& member(const nlohmann::json& object, const char* name) {
-  static const nlohmann::json kNone;
-  return object.contains(name) ? object.at(name) : kNone;
-}
-
-// User code shares the driver's process and can write its reply pipe: trust no field.
-ExecResult resultFromDriverReply(const nlohmann::json& reply, std::size_t max_result_bytes) {
-  ExecResult result;
-  const auto& status = member(reply, "status");
-  result.status = status == "success" ? ExecStatus::kSuccess : ExecStatus::kError;
-  const auto& exit_code = member(reply, "exit_code");
-  result.exit_code =
-      exit_code.is_number_integer()
-          ? static_cast<int>(std::clamp<std::int64_t>(exit_code.get<std::int64_t>(), -255, 255))
-          : 1;
-  if (const auto& value = member(reply, "result"); value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    result.result = text.size() <= max_result_bytes
-                        ? text
-                        : text.substr(0, max_result_bytes) + "...[result cut]";
-  }
-  return result;
-}
 
 }  // namespace
 
@@ -105,7 +80,7 @@ void Executor::onJavascriptReply(const nlohmann::json& reply) {
   }
   js_driver_->drainOutput();  // the driver wrote its output synchronously before replying
   if (!run_->stop_status) {
-    finish(resultFromDriverReply(reply, run_->request.max_output_bytes));
+    finish(resultFromDriverReply(reply, {run_->request.max_output_bytes, false, {}}));
     return;
   }
   ExecResult result;

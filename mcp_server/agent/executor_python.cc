@@ -8,14 +8,17 @@
 #include <system_error>
 #include <utility>
 
+#include "agent/driver_reply.h"
+#include "agent/driver_source.h"  // generated from driver.py: kDriverSource
 #include "agent/executor.h"
 #include "agent/executor_run.h"
 #include "agent/output_capture.h"
+#include "agent/rich_display_source.h"  // generated from rich_display.py: kRichDisplaySource
 
 namespace agent {
 
 void Executor::startPython() {
-  python3_ = findPython3();
+  python3_ = findOnPath("python3");
   if (!python3_) {
     driver_failure_ =
         "this sandbox image has no python3 on PATH, so Python code cannot run here; run_shell "
@@ -28,14 +31,19 @@ void Executor::startPython() {
 
 void Executor::startDriver() {
   driver_startup_output_.clear();
-  PythonDriver::Events events{
+  InterpreterDriver::Events events{
       [this] { onDriverReady(); },
       [this](OutputStream s, std::string_view d) { onDriverOutput(s, d); },
       [this](const nlohmann::json& reply) { onDriverReply(reply); },
       [this](int wait_status) { onDriverExit(wait_status); },
   };
   try {
-    driver_ = std::make_unique<PythonDriver>(loop_, reaper_, *python3_, std::move(events));
+    // rich_display.py first: driver.py uses what it defines (one program, one globals dict).
+    driver_ = std::make_unique<InterpreterDriver>(
+        loop_, reaper_, *python3_,
+        std::vector<std::string>{
+            "python3", "-c", std::string(kRichDisplaySource) + "\n" + std::string(kDriverSource)},
+        "Python", std::move(events));
     groups_.insert(driver_->pid());
   } catch (const std::system_error& e) {
     driver_failure_ = std::string("cannot start the Python interpreter (") + e.what() +
@@ -60,9 +68,9 @@ void Executor::whenPythonSettled(std::function<void()> callback) {
 
 nlohmann::json Executor::pythonInfo() const {
   const bool running = driver_ && driver_->ready();
-  nlohmann::json info = {{"python", running},
-                         {"python_version", running ? nlohmann::json(driver_->pythonVersion())
-                                                    : nlohmann::json(nullptr)}};
+  nlohmann::json info = {
+      {"python", running},
+      {"python_version", running ? nlohmann::json(driver_->version()) : nlohmann::json(nullptr)}};
   if (!running && !driver_failure_.empty()) info["python_error"] = driver_failure_;
   return info;
 }
@@ -89,37 +97,19 @@ void Executor::onDriverReply(const nlohmann::json& reply) {
     return;
   }
   driver_->drainOutput();  // the driver flushed before replying: all output is in the pipes
-  ExecResult result;
-  if (run_->stop_status) {
-    result.status = *run_->stop_status;
-    result.exit_code = run_->stoppedExitCode();
-    run_->notes.push_back("[sandbox] execution " + run_->stoppedBecause() +
-                          " and was interrupted (KeyboardInterrupt); the interpreter state "
-                          "(variables, imports) is kept");
-  } else {
-    // User code shares the driver's process and can write fd 4 itself: trust no field.
-    result.status = protocol::fieldOr<std::string>(reply, "status", "") == "success"
-                        ? ExecStatus::kSuccess
-                        : ExecStatus::kError;
-    const auto exit_code = reply.find("exit_code");
-    result.exit_code =
-        exit_code != reply.end() && exit_code->is_number_integer()
-            ? static_cast<int>(std::clamp<std::int64_t>(exit_code->get<std::int64_t>(), -255, 255))
-            : 1;
-    const auto value = reply.find("result");
-    if (value != reply.end() && value->is_string()) {
-      const auto& text = value->get_ref<const std::string&>();
-      const std::size_t cap = run_->request.max_output_bytes;
-      result.result = text.size() <= cap ? text : text.substr(0, cap) + "...[result cut]";
-    }
-    result.rich = common::parseRichOutput(reply, run_->request.images);
+  if (!run_->stop_status) {
+    ExecResult result =
+        resultFromDriverReply(reply, {run_->request.max_output_bytes, true, run_->request.images});
     for (const auto& why : result.rich.dropped) run_->notes.push_back("[sandbox] " + why);
-    // For the timing breakdown only; a forged value misleads nobody but its author.
-    const auto exec_ms = reply.find("exec_ms");
-    if (exec_ms != reply.end() && exec_ms->is_number() && exec_ms->get<double>() >= 0) {
-      result.exec_ms = exec_ms->get<double>();
-    }
+    finish(std::move(result));
+    return;
   }
+  ExecResult result;
+  result.status = *run_->stop_status;
+  result.exit_code = run_->stoppedExitCode();
+  run_->notes.push_back("[sandbox] execution " + run_->stoppedBecause() +
+                        " and was interrupted (KeyboardInterrupt); the interpreter state "
+                        "(variables, imports) is kept");
   finish(std::move(result));
 }
 

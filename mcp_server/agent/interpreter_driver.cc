@@ -83,8 +83,12 @@ InterpreterDriver::~InterpreterDriver() {
   reaper_.forget(pid_);
 }
 
-bool InterpreterDriver::sendCell(std::string_view code, std::size_t max_result_chars) {
-  const nlohmann::json command = {{"code", code}, {"max_result_chars", max_result_chars}};
+bool InterpreterDriver::sendCell(std::string_view code, std::size_t max_result_chars,
+                                 const nlohmann::json& options) {
+  nlohmann::json command = options.is_object() ? options : nlohmann::json::object();
+  command["cell"] = ++cells_sent_;
+  command["code"] = code;
+  command["max_result_chars"] = max_result_chars;
   const std::string line =
       command.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::string_view rest(line);
@@ -157,6 +161,13 @@ void InterpreterDriver::handleLine(std::string_view line) {
                    : "";
     auto on_ready = events_.on_ready;
     on_ready();
+    return;
+  }
+  const auto cell = message.find("cell");
+  if (cell == message.end() || !cell->is_number_unsigned() ||
+      cell->get<std::uint64_t>() != cells_sent_) {
+    std::fprintf(stderr, "sandbox-agent: ignoring a %s reply that answers no running cell\n",
+                 label_.c_str());
     return;
   }
   auto on_reply = events_.on_reply;

@@ -1,13 +1,17 @@
-// One persistent interpreter process running a driver that speaks the driver line protocol (fd 3:
-// one JSON command per line in; fd 4: a {"ready": true, "version": ...} line, then one JSON reply
-// per command out; fd 1/2: the code's output). Used for the Node.js driver (js_driver.js); the
-// Python driver has its own class with the same shape (python_driver.h). One object = one
-// process; a restart is a new object. Not thread-safe.
+// One persistent interpreter process running a driver that speaks the driver line protocol, for
+// every language (driver.py, js_driver.js):
+//   fd 3, agent -> driver: one JSON command per line, {"cell": n, "code": str,
+//         "max_result_chars": int, ...language options};
+//   fd 4, driver -> agent: a {"ready": true, "version": str} line, then one reply per command that
+//         names its cell, {"cell": n, "status", "exit_code", "result", ...};
+//   fd 1/2: the code's output (each driver block-buffers it and flushes it before replying).
+// One object = one process; a restart is a new object. Not thread-safe.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -44,9 +48,11 @@ class InterpreterDriver {
   InterpreterDriver(const InterpreterDriver&) = delete;
   InterpreterDriver& operator=(const InterpreterDriver&) = delete;
 
-  // Sends one cell; exactly one on_reply (or on_exit) follows. Returns false when the command pipe
-  // is broken (the process is dying; on_exit follows).
-  [[nodiscard]] bool sendCell(std::string_view code, std::size_t max_result_chars);
+  // Sends one cell, numbered, with the language's `options` (a JSON object, or null) merged into
+  // the command; exactly one on_reply (or on_exit) follows. Returns false when the command pipe is
+  // broken (the process is dying; on_exit follows).
+  [[nodiscard]] bool sendCell(std::string_view code, std::size_t max_result_chars,
+                              const nlohmann::json& options = nullptr);
   void interrupt() noexcept;  // SIGINT to the interpreter (interrupts the running cell)
   void killGroup() noexcept;  // SIGKILL to the interpreter and everything it started
   void drainOutput();         // collect output already written (call before using a reply)
@@ -66,6 +72,10 @@ class InterpreterDriver {
   pid_t pid_ = -1;
   bool exited_ = false;
   bool ready_ = false;
+  // Cells are numbered and a reply must name the cell it answers: user code can write the reply
+  // pipe, and a line it wrote (or the real reply of a cell whose reply it forged) must not be
+  // taken for a later cell's reply.
+  std::uint64_t cells_sent_ = 0;
   std::string version_;
   UniqueFd commands_;                    // driver's fd 3
   std::unique_ptr<PipeReader> replies_;  // driver's fd 4

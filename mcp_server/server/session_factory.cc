@@ -97,7 +97,7 @@ std::string SessionFactory::resolveRuntime() {
     throw SandboxError("the runtime " + wanted + " (gVisor on the " + config_.sandbox.platform +
                        " platform, sandbox.platform) is not registered with the Docker engine: "
                        "run scripts/setup.sh (it registers runsc-systrap and runsc-ptrace, and "
-                       "runsc-kvm where /dev/kvm exists), or leave sandbox.platform out");
+                       "runsc-kvm where KVM works), or leave sandbox.platform out");
   } else if (!config_.sandbox.allow_runc_fallback) {
     throw SandboxError(
         "gVisor (runsc) is not registered with the Docker engine, and this server refuses to "

@@ -128,7 +128,7 @@ test('forged and malformed driver replies only affect the cell that sent them', 
 import os
 os.write(4, b'{"status": 5, "exit_code": "x", "result": ["not", "a", "string"]}\n')
 os.write(4, b'\xff\xfe not json at all\n')
-os.write(4, b'{"ready": "again", "python_version": 12}\n')
+os.write(4, b'{"ready": "again", "version": 12}\n')
 os.write(4, b'[' * 100000 + b'\n')
 os.write(4, b'{"status": "success", "exit_code": 0, "result": "' + b'R' * (8 << 20) + b'"}\n')
 'the real reply'

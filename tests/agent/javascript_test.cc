@@ -210,21 +210,88 @@ TEST(Javascript, OutputAndResultAreCapped) {
 TEST(Javascript, ForgedRepliesFromUserCodeCannotBreakTheAgent) {
   TempDir dir;
   AgentClient agent(dir.path());
-  // User code can write the driver's reply pipe (fd 4): fields of the wrong type or range are
-  // not trusted, and a malformed line is skipped.
+  // User code can write the driver's reply pipe (fd 4). A malformed line, and a reply that names
+  // no cell or another cell, are skipped: the cell's own reply counts.
+  const json ignored = agent.exec("javascript",
+                                  "const fs = require('fs');\n"
+                                  "fs.writeSync(4, 'not json\\n');\n"
+                                  "fs.writeSync(4, JSON.stringify({status: 'error', exit_code: 3}) "
+                                  "+ '\\n');\n"
+                                  "fs.writeSync(4, JSON.stringify({cell: 7, status: 'error', "
+                                  "exit_code: 3}) + '\\n');\n"
+                                  "await new Promise((r) => setTimeout(r, 200));\n'real'");
+  EXPECT_EQ(ignored["status"], "success") << ignored;
+  EXPECT_EQ(ignored["exit_code"], 0);
+  EXPECT_EQ(ignored["result"], "'real'");
+  // A forged reply that names the running cell (the second) ends it, but none of its fields is
+  // trusted as given: wrong types and ranges fall back or are clamped.
   const json forged = agent.exec("javascript",
-                                 "const fs = require('fs');\n"
-                                 "fs.writeSync(4, 'not json\\n');\n"
-                                 "fs.writeSync(4, JSON.stringify({status: 'pwned', exit_code: 1e6, "
-                                 "result: {a: 1}}) + '\\n');\n"
+                                 "fs.writeSync(4, JSON.stringify({cell: 2, status: 'pwned', "
+                                 "exit_code: 1e6, result: {a: 1}}) + '\\n');\n"
                                  "await new Promise((r) => setTimeout(r, 200));");
   EXPECT_EQ(forged["status"], "error") << forged;
   EXPECT_EQ(forged["exit_code"], 255);
   EXPECT_TRUE(forged["result"].is_null());
-  // The cell's real reply arrives with no execution running and is dropped.
+  // The cell's real reply arrives with no execution running and is dropped; the next cell's
+  // reply is its own.
   std::this_thread::sleep_for(400ms);
   EXPECT_EQ(agent.exec("shell", "echo ok")["stdout"], "ok\n");
   EXPECT_EQ(agent.exec("javascript", "6 * 7")["result"], "42");
+}
+
+TEST(Javascript, ALineLoggedBeforeATimerArrivesBeforeTheCellEnds) {
+  TempDir dir;
+  AgentClient agent(dir.path());
+  agent.send({{"id", 80},
+              {"op", "exec"},
+              {"kind", "javascript"},
+              {"code",
+               "console.log('before the wait');\n"
+               "await new Promise((r) => setTimeout(r, 2000));\nconsole.log('after')"},
+              {"timeout_ms", 20000},
+              {"max_output_bytes", 1000},
+              {"stream", true}});
+  const auto sent = std::chrono::steady_clock::now();
+  const auto first = agent.readFrame();
+  const auto arrived = std::chrono::steady_clock::now() - sent;
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)["event"], "output");
+  EXPECT_EQ((*first)["data"], "before the wait\n");
+  EXPECT_LT(arrived, 1500ms) << "the line waited for the timer";
+  const auto reply = agent.waitFor(80);
+  EXPECT_EQ(reply.final["stdout"], "before the wait\nafter\n");
+}
+
+// stdout is buffered: 20,000 lines are a few events, not 20,000. console.error first flushes
+// what stdout holds, and a child process's output comes after what was logged before it started.
+TEST(Javascript, ManyLinesAreFewEventsInOrder) {
+  TempDir dir;
+  AgentClient agent(dir.path());
+  agent.send({{"id", 81},
+              {"op", "exec"},
+              {"kind", "javascript"},
+              {"code",
+               "for (let i = 0; i < 20000; i++) console.log(i);\n"
+               "console.error('err');\nawait new Promise((r) => setTimeout(r, 200));\n"
+               "console.log('out');\n"
+               "require('child_process').execFileSync('echo', ['child'], {stdio: 'inherit'});\n"
+               "process.stdout.write(new Uint8Array([101, 110, 100, 10]));"},
+              {"timeout_ms", 30000},
+              {"max_output_bytes", 1 << 20},
+              {"stream", true}});
+  const auto reply = agent.waitFor(81, 30s);
+  ASSERT_EQ(reply.final["status"], "success") << reply.final["stderr"];
+  std::string expected;
+  for (int i = 0; i < 20000; ++i) expected += std::to_string(i) + "\n";
+  EXPECT_TRUE(reply.final["stdout"] == expected + "out\nchild\nend\n");
+  EXPECT_LE(reply.events.size(), 40U);
+  std::string in_order;  // both streams as the events gave them, stderr marked
+  for (const json& event : reply.events) {
+    const std::string data = event["data"].get<std::string>();
+    in_order += event["stream"] == "stderr" ? "[stderr]" + data : data;
+  }
+  EXPECT_TRUE(in_order == expected + "[stderr]err\nout\nchild\nend\n")
+      << in_order.substr(in_order.size() > 200 ? in_order.size() - 200 : 0);
 }
 
 TEST(Javascript, MissingNodeGivesAClearError) {
