@@ -166,7 +166,9 @@ async function main() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-bench-'));
   const config = path.join(dir, 'config.json');
   writeFileSync(config, JSON.stringify({
-    pool: { size: 1 }, execution: { max_timeout_s: 600 },
+    // No warm pool: a pool refilling itself (a container starting, numpy and pandas preloading)
+    // after the session is claimed would take CPU from the first workloads.
+    pool: { size: 0 }, execution: { max_timeout_s: 600 },
     sandbox: PLATFORM ? { platform: PLATFORM } : {},
   }));
   let server;
