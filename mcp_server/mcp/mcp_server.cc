@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
 #include "jsonrpc/errors.h"
 #include "mcp/parked_request.h"
+#include "mcp/protocol_era.h"
 #include "mcp/tool_wire.h"
 
 namespace mcp {
@@ -15,14 +17,23 @@ namespace {
 using jsonrpc::json;
 
 constexpr std::array<const char*, 3> kSupportedVersions{"2025-11-25", "2025-06-18", "2025-03-26"};
-constexpr std::array<const char*, 8> kLogLevels{"debug", "info",     "notice", "warning",
-                                                "error", "critical", "alert",  "emergency"};
+constexpr const char* kServerName = "sandbox-mcp";
+constexpr const char* kServerVersion = "0.1.0";
 
-int logLevelIndex(const std::string& level) {
-  for (std::size_t i = 0; i < kLogLevels.size(); ++i) {
-    if (level == kLogLevels[i]) return static_cast<int>(i);
-  }
-  return -1;
+using era::logLevelIndex;
+
+// A batch holding a 2026-07-28 request: that revision has no batches.
+bool batchHoldsModernRequest(const json& message) {
+  return message.is_array() && std::any_of(message.begin(), message.end(), [](const json& item) {
+           return item.is_object() && era::isModern(item.value("params", json()));
+         });
+}
+
+// A request (not a notification, not a response) whose envelope the dispatcher will accept.
+bool isSingleRequest(const json& message) {
+  return message.is_object() && message.contains("id") && message.contains("method") &&
+         message["method"].is_string() &&
+         (message["id"].is_string() || message["id"].is_number_integer());
 }
 
 const char* kInstructions =
@@ -85,25 +96,33 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
       tasks_(owner_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
+  dispatcher_.onRequest("server/discover", [](const json&, auto&) { return discover(); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
-  dispatcher_.onRequest("tools/list", [this](const json&, auto&) {
-    requireInitialized();
-    return tools_.list();
+  dispatcher_.onRequest("tools/list", [this](const json& params, auto&) {
+    requireInitialized(params);
+    return era::cacheable(tools_.list(), era::kStaticTtlMs, "public");
   });
   dispatcher_.onRequest("tools/call", [this](const json& params, jsonrpc::CallContext& call) {
     return callTool(params, call);
   });
-  dispatcher_.onRequest("resources/templates/list", [this](const json&, auto&) {
-    requireInitialized();
-    return resources_.listTemplates();
+  dispatcher_.onRequest("resources/templates/list", [this](const json& params, auto&) {
+    requireInitialized(params);
+    return era::cacheable(resources_.listTemplates(), era::kStaticTtlMs, "public");
   });
-  dispatcher_.onRequest("resources/list", [this](const json&, auto&) {
-    requireInitialized();
-    return resources_.list(owner_);
+  // A session's files change under the client: cache nothing, and only for this caller.
+  dispatcher_.onRequest("resources/list", [this](const json& params, auto&) {
+    requireInitialized(params);
+    return era::cacheable(resources_.list(owner_), 0, "private");
   });
   dispatcher_.onRequest("resources/read", [this](const json& params, auto&) {
-    requireInitialized();
-    return resources_.read(owner_, params);
+    requireInitialized(params);
+    try {
+      return era::cacheable(resources_.read(owner_, params), 0, "private");
+    } catch (const jsonrpc::Error& e) {
+      // 2026-07-28 (SEP-2164) answers a missing resource with -32602, not 2025's -32002.
+      if (e.code() != kResourceNotFound || !era::isModern(params)) throw;
+      throw jsonrpc::Error(jsonrpc::kInvalidParams, e.what(), e.data());
+    }
   });
   dispatcher_.onRequest("logging/setLevel",
                         [this](const json& params, auto&) { return setLogLevel(params); });
@@ -114,6 +133,13 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
 }
 
 std::optional<json> McpEndpoint::handle(const json& message, jsonrpc::RequestContext& ctx) {
+  if (isSingleRequest(message)) {
+    if (auto refused = era::refusal(message)) return refused;
+  } else if (batchHoldsModernRequest(message)) {
+    return jsonrpc::makeError(nullptr, jsonrpc::kInvalidRequest,
+                              "Invalid Request: MCP 2026-07-28 has no batches; send each request "
+                              "on its own");
+  }
   return dispatcher_.handle(message, ctx);
 }
 
@@ -154,21 +180,35 @@ json McpEndpoint::initialize(const json& params) {
   const auto client = params.value("clientInfo", json::object());
   spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
                client.value("version", "?"), version);
-  return json{
-      {"protocolVersion", version},
-      {"capabilities",
-       {{"tools", {{"listChanged", false}}},
-        {"resources", {{"subscribe", false}, {"listChanged", false}}},
-        {"logging", json::object()},
-        {"tasks",
-         {{"list", json::object()},
-          {"cancel", json::object()},
-          {"requests", {{"tools", {{"call", json::object()}}}}}}}}},
-      {"serverInfo", {{"name", "sandbox-mcp"}, {"title", "Sandbox MCP"}, {"version", "0.1.0"}}},
-      {"instructions", kInstructions}};
+  return json{{"protocolVersion", version},
+              {"capabilities",
+               {{"tools", {{"listChanged", false}}},
+                {"resources", {{"subscribe", false}, {"listChanged", false}}},
+                {"logging", json::object()},
+                {"tasks",
+                 {{"list", json::object()},
+                  {"cancel", json::object()},
+                  {"requests", {{"tools", {{"call", json::object()}}}}}}}}},
+              {"serverInfo",
+               {{"name", kServerName}, {"title", "Sandbox MCP"}, {"version", kServerVersion}}},
+              {"instructions", kInstructions}};
 }
 
-void McpEndpoint::requireInitialized() const {
+json McpEndpoint::discover() {
+  json result{{"supportedVersions", era::supportedVersions()},
+              {"capabilities",
+               {{"tools", {{"listChanged", false}}},
+                {"resources", {{"subscribe", false}, {"listChanged", false}}},
+                {"logging", json::object()}}},
+              {"instructions", kInstructions},
+              {"_meta",
+               {{era::kServerInfoKey,
+                 {{"name", kServerName}, {"title", "Sandbox MCP"}, {"version", kServerVersion}}}}}};
+  return era::cacheable(std::move(result), era::kStaticTtlMs, "public");
+}
+
+void McpEndpoint::requireInitialized(const json& params) const {
+  if (era::isModern(params)) return;  // 2026-07-28: every request carries what initialize did
   std::lock_guard lock(mutex_);
   if (protocol_version_.empty()) {
     throw jsonrpc::Error(jsonrpc::kInvalidRequest,
@@ -177,7 +217,7 @@ void McpEndpoint::requireInitialized() const {
 }
 
 json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
-  requireInitialized();
+  requireInitialized(params);
   const auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "tools/call needs params.name (a string)");
@@ -194,8 +234,9 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (call.transport.cancel && call.transport.cancel->cancelled()) {
     return cancelledBeforeItRan(lane_key);
   }
+  // 2025 tasks only: in 2026-07-28 tasks are an extension this server does not offer yet.
   const auto task = params.find("task");
-  if (task != params.end()) {
+  if (task != params.end() && !era::isModern(params)) {
     const tools::Tool* tool = tools_.find(name->get<std::string>());
     if (tool != nullptr) return startTask(*tool, params, arguments, std::move(lane_key), call);
   }  // an unknown tool gets the usual error below
@@ -257,10 +298,11 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
                           CancelToken& cancel, jsonrpc::RequestContext& transport) {
   std::optional<Announcements::Subscription> notices;
   if (announcements_ != nullptr) {
-    notices.emplace(announcements_->listen(
-        [this, &transport](const std::string& text) { serverNotice(transport, text); }));
+    notices.emplace(announcements_->listen([this, &transport, &params](const std::string& text) {
+      serverNotice(transport, params, text);
+    }));
   }
-  RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput());
+  RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput(params));
   tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_};
   const auto started = std::chrono::steady_clock::now();
   tools::ToolResult result = tools::callTool(tool, arguments, ctx);
@@ -269,7 +311,9 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
   spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool.spec.name, ms,
                 result.is_error);
   result.meta[std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
-  if (result.is_error) clientLog(transport, "warning", tool.spec.name + " failed: " + result.text);
+  if (result.is_error) {
+    clientLog(transport, params, "warning", tool.spec.name + " failed: " + result.text);
+  }
   return toCallResult(std::move(result));
 }
 
@@ -286,9 +330,15 @@ std::shared_ptr<CancelToken> McpEndpoint::cancelTokenFor(jsonrpc::CallContext& c
   return token;
 }
 
-bool McpEndpoint::clientLogsOutput() const {
+int McpEndpoint::logLevelFor(const json& params) const {
+  if (era::isModern(params)) return era::requestLogLevel(params);
   std::lock_guard lock(mutex_);
-  return client_log_level_ >= 0 && client_log_level_ <= logLevelIndex("info");
+  return client_log_level_;
+}
+
+bool McpEndpoint::clientLogsOutput(const json& params) const {
+  const int level = logLevelFor(params);
+  return level >= 0 && level <= logLevelIndex("info");
 }
 
 json McpEndpoint::setLogLevel(const json& params) {
@@ -304,23 +354,23 @@ json McpEndpoint::setLogLevel(const json& params) {
   return json::object();
 }
 
-void McpEndpoint::clientLog(jsonrpc::RequestContext& ctx, const std::string& level,
-                            const std::string& text) {
-  {
-    std::lock_guard lock(mutex_);
-    if (client_log_level_ < 0 || logLevelIndex(level) < client_log_level_) return;
-  }
+void McpEndpoint::clientLog(jsonrpc::RequestContext& ctx, const json& params,
+                            const std::string& level, const std::string& text) {
+  const int wanted = logLevelFor(params);
+  if (wanted < 0 || logLevelIndex(level) < wanted) return;
   if (!ctx.notify) return;
   ctx.notify(json{{"jsonrpc", "2.0"},
                   {"method", "notifications/message"},
                   {"params", {{"level", level}, {"logger", "sandbox-mcp"}, {"data", text}}}});
 }
 
-void McpEndpoint::serverNotice(jsonrpc::RequestContext& ctx, const std::string& text) {
-  {
-    std::lock_guard lock(mutex_);
-    if (client_log_level_ > logLevelIndex("warning")) return;
-  }
+void McpEndpoint::serverNotice(jsonrpc::RequestContext& ctx, const json& params,
+                               const std::string& text) {
+  const int wanted = logLevelFor(params);
+  // 2025: warnings go out unless the client set a level above them. 2026-07-28: only to a request
+  // that asked for logs (MUST NOT otherwise).
+  const bool modern = era::isModern(params);
+  if ((modern && wanted < 0) || wanted > logLevelIndex("warning")) return;
   if (!ctx.notify) return;
   ctx.notify(json{{"jsonrpc", "2.0"},
                   {"method", "notifications/message"},

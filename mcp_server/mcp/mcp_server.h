@@ -1,5 +1,6 @@
-// The MCP protocol layer: lifecycle (initialize, ping), tools, tasks, logging/setLevel and
-// cancellation.
+// The MCP protocol layer: lifecycle (initialize, ping; server/discover for 2026-07-28 requests,
+// which carry their version and capabilities each: protocol_era.h), tools, tasks,
+// logging/setLevel and cancellation.
 // McpServer is the EndpointFactory transports use; each client connection gets an McpEndpoint
 // whose sandbox sessions belong to it alone. Thread-safe.
 #pragma once
@@ -79,6 +80,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
 
  private:
   jsonrpc::json initialize(const jsonrpc::json& params);
+  // server/discover (2026-07-28): versions, capabilities, instructions; serverInfo in _meta.
+  [[nodiscard]] static jsonrpc::json discover();
   jsonrpc::json callTool(const jsonrpc::json& params, jsonrpc::CallContext& call);
   // A tools/call behind an earlier call or task to the same session: parked without a thread
   // until its turn, then run on a transport worker and answered through `reply`.
@@ -99,15 +102,21 @@ class McpEndpoint : public jsonrpc::Endpoint {
   [[nodiscard]] std::shared_ptr<CancelToken> cancelTokenFor(jsonrpc::CallContext& call);
   // The request's params._meta.progressToken, or null.
   [[nodiscard]] static jsonrpc::json progressToken(const jsonrpc::json& params);
-  [[nodiscard]] bool clientLogsOutput() const;
+  // The log level that applies to a request: its own _meta's (2026-07-28), else the one
+  // logging/setLevel set for the connection; -1: none.
+  [[nodiscard]] int logLevelFor(const jsonrpc::json& params) const;
+  [[nodiscard]] bool clientLogsOutput(const jsonrpc::json& params) const;
   jsonrpc::json setLogLevel(const jsonrpc::json& params);
   void cancelled(const jsonrpc::json& params);
-  void requireInitialized() const;
+  // Throws unless initialize came first, or the request is a 2026-07-28 one (self-contained).
+  void requireInitialized(const jsonrpc::json& params) const;
   // Sends notifications/message to the client when it asked for logs at that level.
-  void clientLog(jsonrpc::RequestContext& ctx, const std::string& level, const std::string& text);
+  void clientLog(jsonrpc::RequestContext& ctx, const jsonrpc::json& params,
+                 const std::string& level, const std::string& text);
   // A warning from the server itself (Announcements): sent unless the client set a log level
   // above warning.
-  void serverNotice(jsonrpc::RequestContext& ctx, const std::string& text);
+  void serverNotice(jsonrpc::RequestContext& ctx, const jsonrpc::json& params,
+                    const std::string& text);
 
   const std::string owner_;
   const config::ServerConfig& config_;

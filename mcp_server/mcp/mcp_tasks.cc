@@ -30,18 +30,18 @@ json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const j
                           params.at("task"),
                           progressToken(params),
                           std::move(lane_key),
-                          clientLogsOutput(),
+                          clientLogsOutput(params),
                           call.transport.notify_outlives_request ? call.transport.notify : nullptr};
   return tasks_.start(std::move(start));
 }
 
 void McpEndpoint::registerTaskMethods() {
   dispatcher_.onRequest("tasks/get", [this](const json& params, auto&) {
-    requireInitialized();
+    requireInitialized(params);
     return tasks_.get(params);
   });
   dispatcher_.onRequest("tasks/result", [this](const json& params, jsonrpc::CallContext& call) {
-    requireInitialized();
+    requireInitialized(params);
     const auto cancel = cancelTokenFor(call);  // notifications/cancelled ends the wait
     if (auto reply = call.answerLater()) {     // waits holding no thread
       tasks_.resultLater(params, call.transport.notify, std::move(reply), cancel,
@@ -51,11 +51,11 @@ void McpEndpoint::registerTaskMethods() {
     return tasks_.result(params, call.transport.notify, *cancel);
   });
   dispatcher_.onRequest("tasks/list", [this](const json& params, auto&) {
-    requireInitialized();
+    requireInitialized(params);
     return tasks_.list(params);
   });
   dispatcher_.onRequest("tasks/cancel", [this](const json& params, auto&) {
-    requireInitialized();
+    requireInitialized(params);
     return tasks_.cancel(params);
   });
 }

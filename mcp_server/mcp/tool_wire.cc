@@ -8,7 +8,9 @@ json toCallResult(tools::ToolResult result) {
   // Moved, not copied: a result may hold a whole file.
   json content = json::array({{{"type", "text"}, {"text", std::move(result.text)}}});
   for (auto& block : result.extra_content) content.push_back(std::move(block));
-  json out{{"content", std::move(content)}, {"isError", result.is_error}};
+  // resultType: required by 2026-07-28 on every result; a 2025 client ignores it.
+  json out{
+      {"content", std::move(content)}, {"isError", result.is_error}, {"resultType", "complete"}};
   if (!result.is_error) out["structuredContent"] = std::move(result.structured);
   if (!result.meta.empty()) out["_meta"] = std::move(result.meta);
   return out;

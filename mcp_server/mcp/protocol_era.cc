@@ -1,0 +1,102 @@
+#include "mcp/protocol_era.h"
+
+#include <algorithm>
+
+#include "jsonrpc/dispatcher.h"
+#include "jsonrpc/errors.h"
+
+namespace mcp::era {
+namespace {
+
+constexpr std::array<std::string_view, 8> kLogLevels{"debug", "info",     "notice", "warning",
+                                                     "error", "critical", "alert",  "emergency"};
+
+const json* metaOf(const json& params) {
+  if (!params.is_object()) return nullptr;
+  const auto meta = params.find("_meta");
+  return meta != params.end() && meta->is_object() ? &*meta : nullptr;
+}
+
+json invalidParams(const json& id, const std::string& why) {
+  return jsonrpc::makeError(id, jsonrpc::kInvalidParams, why);
+}
+
+}  // namespace
+
+bool isModern(const json& params) {
+  const json* meta = metaOf(params);
+  return meta != nullptr && meta->contains(kProtocolVersionKey);
+}
+
+int logLevelIndex(std::string_view level) {
+  const auto it = std::find(kLogLevels.begin(), kLogLevels.end(), level);
+  return it == kLogLevels.end() ? -1 : static_cast<int>(it - kLogLevels.begin());
+}
+
+json supportedVersions() { return json::array({std::string(kModernVersion)}); }
+
+std::optional<json> refusal(const json& message) {
+  static const json kNoParams = json::object();
+  const auto given = message.find("params");
+  const json& params = given != message.end() ? *given : kNoParams;
+  const json& id = message.at("id");
+  const std::string& method = message.at("method").get_ref<const std::string&>();
+  const json* meta = metaOf(params);
+  if (meta == nullptr || !meta->contains(kProtocolVersionKey)) {
+    if (method != "server/discover") return std::nullopt;  // a 2025 request
+    return invalidParams(id, std::string("server/discover needs params._meta with \"") +
+                                 kProtocolVersionKey + "\" (e.g. \"2026-07-28\") and \"" +
+                                 kClientCapabilitiesKey + "\" (an object, {} for none)");
+  }
+  const json& version = meta->at(kProtocolVersionKey);
+  if (!version.is_string()) {
+    return invalidParams(id, std::string("params._meta[\"") + kProtocolVersionKey +
+                                 "\"] must be a string such as \"2026-07-28\"");
+  }
+  const auto capabilities = meta->find(kClientCapabilitiesKey);
+  if (capabilities == meta->end() || !capabilities->is_object()) {
+    return invalidParams(id, std::string("params._meta[\"") + kClientCapabilitiesKey +
+                                 "\"] is required in 2026-07-28 requests: an object, {} when the "
+                                 "client declares no capability");
+  }
+  if (version.get_ref<const std::string&>() != kModernVersion) {
+    return jsonrpc::makeError(
+        id, kUnsupportedProtocolVersion,
+        "Unsupported protocol version " + version.get<std::string>() +
+            ": this server speaks 2026-07-28 per request, and 2025-11-25 (and 2025-06-18, "
+            "2025-03-26) through initialize",
+        json{{"supported", supportedVersions()}, {"requested", version}});
+  }
+  if (const auto level = meta->find(kLogLevelKey);
+      level != meta->end() &&
+      (!level->is_string() || logLevelIndex(level->get_ref<const std::string&>()) < 0)) {
+    return invalidParams(id, std::string("params._meta[\"") + kLogLevelKey +
+                                 "\"] must be one of debug, info, notice, warning, error, "
+                                 "critical, alert, emergency");
+  }
+  if (std::find(kModernMethods.begin(), kModernMethods.end(), method) == kModernMethods.end()) {
+    return jsonrpc::makeError(id, jsonrpc::kMethodNotFound,
+                              "Method not found: " + method +
+                                  " is not part of MCP 2026-07-28 (it has server/discover, "
+                                  "tools/list, tools/call, resources/list, resources/read and "
+                                  "resources/templates/list here)");
+  }
+  return std::nullopt;
+}
+
+int requestLogLevel(const json& params) {
+  const json* meta = metaOf(params);
+  if (meta == nullptr) return -1;
+  const auto level = meta->find(kLogLevelKey);
+  if (level == meta->end() || !level->is_string()) return -1;
+  return logLevelIndex(level->get_ref<const std::string&>());
+}
+
+json cacheable(json result, int ttl_ms, std::string_view scope) {
+  result["resultType"] = "complete";
+  result["ttlMs"] = ttl_ms;
+  result["cacheScope"] = scope;
+  return result;
+}
+
+}  // namespace mcp::era

@@ -1,0 +1,64 @@
+// The two eras of MCP one endpoint speaks, chosen per request as the 2026-07-28 revision says: a
+// request whose params._meta names a protocol version is served statelessly under that revision
+// (no initialize; version, client capabilities and log level travel in every request); anything
+// else is the 2025-11-25 session protocol. Pure functions, no state.
+#pragma once
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mcp::era {
+
+using json = nlohmann::json;
+
+inline constexpr std::string_view kModernVersion = "2026-07-28";
+inline constexpr const char* kProtocolVersionKey = "io.modelcontextprotocol/protocolVersion";
+inline constexpr const char* kClientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities";
+inline constexpr const char* kClientInfoKey = "io.modelcontextprotocol/clientInfo";
+inline constexpr const char* kLogLevelKey = "io.modelcontextprotocol/logLevel";
+inline constexpr const char* kServerInfoKey = "io.modelcontextprotocol/serverInfo";
+
+// 2026-07-28 error codes (schema.ts).
+inline constexpr int kHeaderMismatch = -32020;
+inline constexpr int kMissingRequiredClientCapability = -32021;
+inline constexpr int kUnsupportedProtocolVersion = -32022;
+
+// The methods a 2026-07-28 request may name; the rest (initialize, ping, logging/setLevel, the
+// 2025 tasks/*) are removed in that revision and answer "method not found".
+inline constexpr std::array<std::string_view, 6> kModernMethods{
+    "server/discover", "tools/list",     "tools/call",
+    "resources/list",  "resources/read", "resources/templates/list"};
+
+// How long a client may cache what the list methods and discover return (ttlMs): the tools and
+// templates never change while a server runs; a session's resources do.
+inline constexpr int kStaticTtlMs = 3'600'000;
+
+// The request's params carry the 2026-07-28 envelope (a protocolVersion key in _meta, valid or
+// not): it is served, or refused, as a modern request.
+[[nodiscard]] bool isModern(const json& params);
+
+// A modern request's error response when it cannot be served: the envelope is malformed
+// (-32602), its version is not one this server speaks (-32022, with the supported ones), or its
+// method is not part of 2026-07-28 (-32601). nullopt: serve it. `message` is a single request
+// (an object with a method and an id) whose params are modern; a 2025 server/discover (no
+// envelope) is refused too, since discover exists only in 2026-07-28.
+[[nodiscard]] std::optional<json> refusal(const json& message);
+
+// The log level a modern request asked for in _meta (index into debug..emergency), or -1: none,
+// so no notifications/message goes to it.
+[[nodiscard]] int requestLogLevel(const json& params);
+
+// Index of an MCP log level name (debug = 0 .. emergency = 7), -1 when it is none of them.
+[[nodiscard]] int logLevelIndex(std::string_view level);
+
+// The supported versions as 2026-07-28 lists them (discover, and the -32022 error's data).
+[[nodiscard]] json supportedVersions();
+
+// `result` with resultType "complete" and the caching hints 2026-07-28 asks of list results,
+// resources/read and discover (a 2025 client ignores the extra fields).
+[[nodiscard]] json cacheable(json result, int ttl_ms, std::string_view scope);
+
+}  // namespace mcp::era

@@ -1,0 +1,147 @@
+// MCP 2026-07-28 end to end: the official v2 client (@modelcontextprotocol/client) pinned to the
+// stateless revision, and in auto mode, drives the real server over stdio; a 2025-11-25 client
+// keeps working on the same binary. The v2 client probes with server/discover in a short-lived
+// copy of the server process, which it then stops: nothing may be left behind by it.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { SERVER_BIN, containersOfInstance, waitFor } from './harness.mjs';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-modern-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+// A config naming its own instance, so that the probe's server and the session's server label
+// their containers alike and the test can see both go.
+function configFile(extra = {}) {
+  const instanceId = `e2e-modern-${Math.random().toString(16).slice(2, 10)}`;
+  const file = path.join(dir, `${instanceId}.json`);
+  writeFileSync(file, JSON.stringify({ instance_id: instanceId, pool: { size: 1 }, ...extra }));
+  return { file, instanceId };
+}
+
+async function connectModern(mode, config) {
+  const client = new Client({ name: 'sandbox-mcp-e2e-v2', version: '1.0.0' },
+    { versionNegotiation: { mode } });
+  const transport = new StdioClientTransport({
+    command: SERVER_BIN, args: ['--stdio', '--config', config.file], stderr: 'ignore',
+  });
+  await client.connect(transport);
+  return client;
+}
+
+async function run(client, name, args) {
+  const res = await client.callTool({ name, arguments: args });
+  assert.ok(!res.isError, JSON.stringify(res).slice(0, 600));
+  return res.structuredContent;
+}
+
+test('a client pinned to 2026-07-28 connects over stdio and keeps a sandbox by session_id', async () => {
+  const config = configFile();
+  const client = await connectModern({ pin: '2026-07-28' }, config);
+  try {
+    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+    assert.equal(client.getServerVersion().name, 'sandbox-mcp');
+    const { tools } = await client.listTools();
+    assert.ok(tools.some((t) => t.name === 'run_code'), tools.map((t) => t.name).join(','));
+
+    const first = await run(client, 'run_code', { code: 'x = 6 * 7\nprint("made x")' });
+    assert.equal(first.stdout, 'made x\n');
+    const sid = first.session_id;
+    // No MCP session holds the sandbox: the handle does, request after request.
+    assert.equal((await run(client, 'run_code', { code: 'x', session_id: sid })).result, '42');
+    assert.equal((await run(client, 'run_shell', { command: 'echo $((1+2))', session_id: sid })).stdout, '3\n');
+    const listed = await run(client, 'list_sessions', {});
+    assert.ok(listed.sessions.some((s) => s.session_id === sid), JSON.stringify(listed));
+    await run(client, 'cleanup_session', { session_id: sid });
+  } finally {
+    await client.close();
+  }
+  // The probe's server and the session's server both stopped and removed what they made.
+  await waitFor(async () => (await containersOfInstance(config.instanceId)).length === 0, 30000,
+    `the containers of instance ${config.instanceId} to go`);
+});
+
+test('a client in auto mode chooses 2026-07-28', async () => {
+  const config = configFile({ pool: { size: 0 } });
+  const client = await connectModern('auto', config);
+  try {
+    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+    const res = await run(client, 'run_code', { code: '1 + 1' });
+    assert.equal(res.result, '2');
+    await run(client, 'cleanup_session', { session_id: res.session_id });
+  } finally {
+    await client.close();
+  }
+});
+
+// Raw JSON lines over stdio: what a client gets for a malformed or foreign request, and that the
+// same process then still serves both eras.
+test('bad 2026 requests get the revision\'s errors and the server keeps serving both eras', async () => {
+  const config = configFile({ pool: { size: 0 } });
+  const child = spawn(SERVER_BIN, ['--stdio', '--config', config.file], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const lines = [];
+  let buffer = '';
+  const waiters = [];
+  child.stdout.on('data', (chunk) => {
+    buffer += chunk.toString();
+    let newline;
+    while ((newline = buffer.indexOf('\n')) >= 0) {
+      lines.push(JSON.parse(buffer.slice(0, newline)));
+      buffer = buffer.slice(newline + 1);
+      waiters.splice(0).forEach((wake) => wake());
+    }
+  });
+  const ask = async (message) => {
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    for (;;) {
+      const found = lines.find((l) => l.id === message.id);
+      if (found) return found;
+      await new Promise((resolve) => { waiters.push(resolve); setTimeout(resolve, 200); });
+    }
+  };
+  const meta = (version = '2026-07-28') => ({
+    'io.modelcontextprotocol/protocolVersion': version,
+    'io.modelcontextprotocol/clientCapabilities': {},
+  });
+  try {
+    const unsupported = await ask({ id: 'v', method: 'tools/list', params: { _meta: meta('v999.0.0') } });
+    assert.equal(unsupported.error.code, -32022, JSON.stringify(unsupported));
+    assert.deepEqual(unsupported.error.data, { supported: ['2026-07-28'], requested: 'v999.0.0' });
+
+    const noCapabilities = await ask({ id: 'c', method: 'tools/list',
+      params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
+    assert.equal(noCapabilities.error.code, -32602, JSON.stringify(noCapabilities));
+    assert.match(noCapabilities.error.message, /clientCapabilities/);
+
+    const removed = await ask({ id: 'p', method: 'ping', params: { _meta: meta() } });
+    assert.equal(removed.error.code, -32601, JSON.stringify(removed));
+
+    const discovered = await ask({ id: 'd', method: 'server/discover', params: { _meta: meta() } });
+    assert.deepEqual(discovered.result.supportedVersions, ['2026-07-28']);
+    assert.equal(discovered.result.resultType, 'complete');
+
+    const listed = await ask({ id: 'l', method: 'tools/list', params: { _meta: meta() } });
+    assert.equal(listed.result.resultType, 'complete');
+    assert.equal(listed.result.cacheScope, 'public');
+    assert.ok(Number.isInteger(listed.result.ttlMs) && listed.result.ttlMs >= 0);
+    const again = await ask({ id: 'l2', method: 'tools/list', params: { _meta: meta() } });
+    assert.deepEqual(again.result.tools.map((t) => t.name), listed.result.tools.map((t) => t.name),
+      'tools/list must list the tools in a stable order');
+
+    // The 2025 protocol on the same process: initialize, then a request without _meta.
+    const init = await ask({ id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25',
+      capabilities: {}, clientInfo: { name: 'old', version: '1' } } });
+    assert.equal(init.result.protocolVersion, '2025-11-25');
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+    const legacyList = await ask({ id: 2, method: 'tools/list', params: {} });
+    assert.ok(legacyList.result.tools.length > 0, JSON.stringify(legacyList).slice(0, 300));
+  } finally {
+    child.stdin.end();
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+});
