@@ -62,7 +62,6 @@ add_library(mcp_protocol STATIC
   mcp/cancellable_requests.cc
   mcp/mcp_server.cc
   mcp/mcp_tasks.cc
-  mcp/protocol_era.cc
   mcp/session_lanes.cc
   mcp/session_resources.cc
   mcp/task_runner.cc

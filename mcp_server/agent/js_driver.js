@@ -103,6 +103,10 @@
   }
 
   function bufferOutput() {
+    // Blocking pipes, as Python's are: a flush has reached the pipe when it returns, so what
+    // stderr or a child writes next cannot overtake it (libuv would queue the rest of a write to
+    // a full non-blocking pipe and send it later).
+    for (const stream of outputStreams) stream._handle?.setBlocking?.(true);
     process.stdout.write = bufferedStdoutWrite;
     process.stderr.write = stderrWrite;
     // Children that inherit fd 1 write it directly: what was printed before them goes first.

@@ -8,7 +8,7 @@
 
 #include "jsonrpc/errors.h"
 #include "mcp/parked_request.h"
-#include "mcp/protocol_era.h"
+#include "jsonrpc/protocol_era.h"
 #include "mcp/tool_wire.h"
 
 namespace mcp {

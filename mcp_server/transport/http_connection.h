@@ -60,6 +60,8 @@ struct HttpServerContext {
   std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};
   std::atomic<bool> draining{false};  // HttpTransport::beginDrain(): no new MCP sessions
+  // Held while the endpoint of 2026-07-28 requests (the local principal's) is looked up or opened.
+  std::mutex principal_mutex;
 
   // Live connections, so stop() can close them.
   std::mutex connections_mutex;
@@ -133,6 +135,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   [[nodiscard]] static ParsedBody parseBody(const std::string& body);
   void onBodyParsed(ParsedBody parsed, const std::string& session_id);
   void handleDelete();
+  // A lease on the endpoint that serves 2026-07-28 requests (no MCP session): the local
+  // principal's, opened on first use and kept in the session registry; nullopt when it cannot be
+  // opened.
+  [[nodiscard]] std::optional<SessionRegistry::Lease> principalLease();
   void handlePlainGet();
   void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
                 std::optional<SessionRegistry::Lease> lease, const std::string& session_id,

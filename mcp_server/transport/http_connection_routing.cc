@@ -7,6 +7,7 @@
 #include "common/json_codec.h"
 #include "transport/http_connection.h"
 #include "transport/message_util.h"
+#include "transport/modern_gate.h"
 #include "transport/transport_log.h"
 
 namespace transport {
@@ -19,6 +20,10 @@ namespace {
 bool isInitialize(const json& message) {
   return isRequest(message) && message["method"] == "initialize";
 }
+
+// Ids of the registry's principal entries: never minted for a client (minted ids are hex).
+constexpr std::string_view kPrincipalPrefix = "principal:";
+constexpr const char* kLocalPrincipal = "principal:local";
 
 }  // namespace
 
@@ -117,7 +122,9 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
   }
   json& message = parsed.message;
   if (!session_id.empty()) {
-    auto lease = context_->sessions.acquire(session_id, SessionRegistry::Clock::now());
+    auto lease = session_id.starts_with(kPrincipalPrefix)
+                     ? std::nullopt
+                     : context_->sessions.acquire(session_id, SessionRegistry::Clock::now());
     if (!lease) {
       respondJson(http::status::not_found,
                   errorResponse(kSessionNotFound,
@@ -140,6 +147,27 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
     dispatch(std::move(message), std::move(endpoint), std::move(lease), session_id, false);
     return;
   }
+  const auto& request = parser_->get();
+  const ModernHeaders headers{request["MCP-Protocol-Version"], request["Mcp-Method"],
+                              request["Mcp-Name"]};
+  if (isModernRequest(message, headers)) {
+    if (auto refused = refuseModernRequest(message, headers)) {
+      respondJson(static_cast<http::status>(refused->status), refused->body);
+      return;
+    }
+    auto lease = principalLease();
+    if (!lease) {
+      respondJson(http::status::internal_server_error,
+                  errorResponse(kInternalError,
+                                "Internal error: cannot open the principal's "
+                                "endpoint",
+                                message["id"]));
+      return;
+    }
+    auto endpoint = lease->endpoint();
+    dispatch(std::move(message), std::move(endpoint), std::move(lease), kLocalPrincipal, false);
+    return;
+  }
   if (isInitialize(message)) {
     if (context_->draining) {
       respondError(http::status::service_unavailable, kServerError,
@@ -158,8 +186,27 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
                             "request first and repeat the Mcp-Session-Id it returns"));
 }
 
+std::optional<SessionRegistry::Lease> HttpConnection::principalLease() {
+  const auto now = SessionRegistry::Clock::now();
+  std::lock_guard lock(context_->principal_mutex);  // one endpoint per principal, ever
+  if (auto lease = context_->sessions.acquire(kLocalPrincipal, now)) return lease;
+  try {
+    auto endpoint = context_->factory->open(kLocalPrincipal);
+    context_->sessions.add(kLocalPrincipal, std::move(endpoint), now);  // not bounded by sessions
+  } catch (const std::exception& e) {
+    log().error("http {}: opening the local principal's endpoint failed: {}", remote_, e.what());
+    return std::nullopt;
+  }
+  return context_->sessions.acquire(kLocalPrincipal, now);
+}
+
 void HttpConnection::handleDelete() {
   const std::string session_id(parser_->get()[kSessionHeader]);
+  if (session_id.starts_with(kPrincipalPrefix)) {
+    respondJson(http::status::not_found,
+                errorResponse(kSessionNotFound, "Session not found: it expired or was deleted"));
+    return;
+  }
   if (session_id.empty()) {
     respondJson(http::status::bad_request,
                 errorResponse(kServerError,

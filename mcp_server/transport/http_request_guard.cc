@@ -107,7 +107,9 @@ bool isPlainGet(const http::request_header<>& request, const RequestGuardConfig&
 }
 
 const std::vector<std::string>& supportedProtocolVersions() {
-  static const std::vector<std::string> versions{"2025-11-25", "2025-06-18", "2025-03-26"};
+  // 2026-07-28 requests are checked against their body (transport/modern_gate.h).
+  static const std::vector<std::string> versions{"2026-07-28", "2025-11-25", "2025-06-18",
+                                                 "2025-03-26"};
   return versions;
 }
 
@@ -148,7 +150,7 @@ std::optional<Rejection> checkRequest(const http::request_header<>& request,
       return reject(http::status::bad_request,
                     "Bad Request: unsupported MCP-Protocol-Version '" +
                         std::string(version->value()) +
-                        "'; supported: 2025-11-25, 2025-06-18, 2025-03-26");
+                        "'; supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26");
     }
   }
   return std::nullopt;

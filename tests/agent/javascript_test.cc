@@ -290,8 +290,10 @@ TEST(Javascript, ManyLinesAreFewEventsInOrder) {
     const std::string data = event["data"].get<std::string>();
     in_order += event["stream"] == "stderr" ? "[stderr]" + data : data;
   }
+  const std::size_t err_at = in_order.find("[stderr]");
   EXPECT_TRUE(in_order == expected + "[stderr]err\nout\nchild\nend\n")
-      << in_order.substr(in_order.size() > 200 ? in_order.size() - 200 : 0);
+      << "stderr at " << err_at << " of " << in_order.size() << ", after: "
+      << in_order.substr(err_at == std::string::npos || err_at < 40 ? 0 : err_at - 40, 80);
 }
 
 TEST(Javascript, MissingNodeGivesAClearError) {

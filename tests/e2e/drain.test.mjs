@@ -73,6 +73,9 @@ test('health, readiness and metrics describe the replica; its containers carry i
     const first = await call(conn.client, 'run_code', { code: '6*7' });
     assert.equal(first.structuredContent.result, '42');
     await call(conn.client, 'run_code', { code: '1/0', session_id: first.structuredContent.session_id });
+    // The pool refills in the background once its sandbox is taken: wait for the new one.
+    await waitFor(async () => (await containersOfInstance(instanceId)).length >= 2, 30000,
+      'the pool to refill');
     const ours = await containersOfInstance(instanceId);
     assert.equal(ours.length, 2, 'the session sandbox and one pooled sandbox, both labelled');
 

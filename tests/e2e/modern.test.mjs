@@ -1,6 +1,6 @@
 // MCP 2026-07-28 end to end: the official v2 client (@modelcontextprotocol/client) pinned to the
-// stateless revision, and in auto mode, drives the real server over stdio; a 2025-11-25 client
-// keeps working on the same binary. The v2 client probes with server/discover in a short-lived
+// stateless revision, and in auto mode, drives the real server over stdio and Streamable HTTP; a
+// 2025-11-25 client keeps working on the same binary and the same HTTP endpoint. The v2 client probes with server/discover in a short-lived
 // copy of the server process, which it then stops: nothing may be left behind by it.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -8,9 +8,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { Client } from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { SERVER_BIN, containersOfInstance, waitFor } from './harness.mjs';
+import {
+  SERVER_BIN, connectHttp, containersOfInstance, startHttpServer, stopServer, waitFor,
+} from './harness.mjs';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-modern-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -144,4 +146,71 @@ test('bad 2026 requests get the revision\'s errors and the server keeps serving 
     child.stdin.end();
     await new Promise((resolve) => child.once('exit', resolve));
   }
+});
+
+test('over Streamable HTTP a pinned client keeps sandboxes by handle, beside a 2025 client', async () => {
+  const config = configFile({ pool: { size: 0 } });
+  const server = await startHttpServer(['--config', config.file]);
+  const modern = new Client({ name: 'sandbox-mcp-e2e-v2', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  let legacy;
+  try {
+    await modern.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    assert.equal(modern.getNegotiatedProtocolVersion(), '2026-07-28');
+    const first = await run(modern, 'run_code', { code: 'x = 20' });
+    const sid = first.session_id;
+    // Each request is on its own: the handle alone finds the sandbox again.
+    assert.equal((await run(modern, 'run_code', { code: 'x + 1', session_id: sid })).result, '21');
+
+    legacy = await connectHttp(server.url);
+    const theirs = await run(legacy.client, 'run_code', { code: '"old"' });
+    assert.equal(theirs.result, "'old'");
+    const listed = await run(legacy.client, 'list_sessions', {});
+    assert.ok(!listed.sessions.some((s) => s.session_id === sid),
+      'a 2025 MCP session must not list the sandboxes of 2026-07-28 requests');
+
+    const post = (body, headers = {}) => fetch(server.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2026-07-28', ...headers },
+      body: JSON.stringify({ jsonrpc: '2.0', ...body }),
+    });
+    const meta = (version = '2026-07-28') => ({
+      'io.modelcontextprotocol/protocolVersion': version,
+      'io.modelcontextprotocol/clientCapabilities': {},
+    });
+    const ping = await post({ id: 'p', method: 'ping', params: { _meta: meta() } }, { 'Mcp-Method': 'ping' });
+    assert.equal(ping.status, 404);
+    assert.equal((await ping.json()).error.code, -32601);
+    const mismatch = await post({ id: 'm', method: 'tools/list', params: { _meta: meta('v999.0.0') } },
+      { 'Mcp-Method': 'tools/list' });
+    assert.equal(mismatch.status, 400);
+    const mismatchBody = await mismatch.json();
+    assert.equal(mismatchBody.error.code, -32020, JSON.stringify(mismatchBody));
+    assert.equal(mismatchBody.id, 'm', 'an HTTP-level error names the request');
+    const unsupported = await post({ id: 'u', method: 'tools/list', params: { _meta: meta('v999.0.0') } },
+      { 'Mcp-Method': 'tools/list', 'MCP-Protocol-Version': 'v999.0.0' });
+    // The guard refuses an unknown MCP-Protocol-Version before the body is read.
+    assert.equal(unsupported.status, 400);
+    const wrongName = await post({ id: 'n', method: 'tools/call',
+      params: { _meta: meta(), name: 'run_code', arguments: { code: '1' } } },
+    { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'run_shell' });
+    assert.equal(wrongName.status, 400);
+    assert.equal((await wrongName.json()).error.code, -32020);
+    // The principal's entry is no MCP session a client can name.
+    const borrowed = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+        'Mcp-Session-Id': 'principal:local' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    assert.equal(borrowed.status, 404);
+    await run(modern, 'cleanup_session', { session_id: sid });
+  } finally {
+    await modern.close().catch(() => {});
+    await legacy?.client.close().catch(() => {});
+    await stopServer(server);
+  }
+  await waitFor(async () => (await containersOfInstance(config.instanceId)).length === 0, 30000,
+    `the containers of instance ${config.instanceId} to go`);
 });

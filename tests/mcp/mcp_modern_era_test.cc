@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mcp/protocol_era.h"
+#include "jsonrpc/protocol_era.h"
 #include "mcp_server_fixture.h"
 
 namespace {

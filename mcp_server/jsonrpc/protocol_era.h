@@ -40,6 +40,16 @@ inline constexpr int kStaticTtlMs = 3'600'000;
 // not): it is served, or refused, as a modern request.
 [[nodiscard]] bool isModern(const json& params);
 
+// The stages of refusal() on their own, for a transport that checks its headers between them
+// (Streamable HTTP: a header that disagrees with the body is -32020 before the version is
+// judged). Each returns the error response, or nullopt.
+[[nodiscard]] std::optional<json> envelopeRefusal(const json& message);  // -32602
+[[nodiscard]] std::optional<json> versionRefusal(const json& message);   // -32022, bad log level
+[[nodiscard]] std::optional<json> methodRefusal(const json& message);    // -32601
+
+// The protocol version a modern request's _meta names ("" when it names none, or not a string).
+[[nodiscard]] std::string requestVersion(const json& params);
+
 // A modern request's error response when it cannot be served: the envelope is malformed
 // (-32602), its version is not one this server speaks (-32022, with the supported ones), or its
 // method is not part of 2026-07-28 (-32601). nullopt: serve it. `message` is a single request

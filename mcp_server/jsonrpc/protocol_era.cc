@@ -1,4 +1,4 @@
-#include "mcp/protocol_era.h"
+#include "jsonrpc/protocol_era.h"
 
 #include <algorithm>
 
@@ -35,10 +35,25 @@ int logLevelIndex(std::string_view level) {
 
 json supportedVersions() { return json::array({std::string(kModernVersion)}); }
 
-std::optional<json> refusal(const json& message) {
+namespace {
+
+const json& paramsOf(const json& message) {
   static const json kNoParams = json::object();
   const auto given = message.find("params");
-  const json& params = given != message.end() ? *given : kNoParams;
+  return given != message.end() ? *given : kNoParams;
+}
+
+}  // namespace
+
+std::string requestVersion(const json& params) {
+  const json* meta = metaOf(params);
+  if (meta == nullptr) return {};
+  const auto version = meta->find(kProtocolVersionKey);
+  return version != meta->end() && version->is_string() ? version->get<std::string>() : "";
+}
+
+std::optional<json> envelopeRefusal(const json& message) {
+  const json& params = paramsOf(message);
   const json& id = message.at("id");
   const std::string& method = message.at("method").get_ref<const std::string&>();
   const json* meta = metaOf(params);
@@ -48,8 +63,7 @@ std::optional<json> refusal(const json& message) {
                                  kProtocolVersionKey + "\" (e.g. \"2026-07-28\") and \"" +
                                  kClientCapabilitiesKey + "\" (an object, {} for none)");
   }
-  const json& version = meta->at(kProtocolVersionKey);
-  if (!version.is_string()) {
+  if (!meta->at(kProtocolVersionKey).is_string()) {
     return invalidParams(id, std::string("params._meta[\"") + kProtocolVersionKey +
                                  "\"] must be a string such as \"2026-07-28\"");
   }
@@ -59,10 +73,19 @@ std::optional<json> refusal(const json& message) {
                                  "\"] is required in 2026-07-28 requests: an object, {} when the "
                                  "client declares no capability");
   }
-  if (version.get_ref<const std::string&>() != kModernVersion) {
+  return std::nullopt;
+}
+
+std::optional<json> versionRefusal(const json& message) {
+  const json& params = paramsOf(message);
+  const json* meta = metaOf(params);
+  if (meta == nullptr || !meta->contains(kProtocolVersionKey)) return std::nullopt;
+  const json& id = message.at("id");
+  const std::string version = requestVersion(params);
+  if (version != kModernVersion) {
     return jsonrpc::makeError(
         id, kUnsupportedProtocolVersion,
-        "Unsupported protocol version " + version.get<std::string>() +
+        "Unsupported protocol version " + version +
             ": this server speaks 2026-07-28 per request, and 2025-11-25 (and 2025-06-18, "
             "2025-03-26) through initialize",
         json{{"supported", supportedVersions()}, {"requested", version}});
@@ -74,14 +97,26 @@ std::optional<json> refusal(const json& message) {
                                  "\"] must be one of debug, info, notice, warning, error, "
                                  "critical, alert, emergency");
   }
-  if (std::find(kModernMethods.begin(), kModernMethods.end(), method) == kModernMethods.end()) {
-    return jsonrpc::makeError(id, jsonrpc::kMethodNotFound,
-                              "Method not found: " + method +
-                                  " is not part of MCP 2026-07-28 (it has server/discover, "
-                                  "tools/list, tools/call, resources/list, resources/read and "
-                                  "resources/templates/list here)");
-  }
   return std::nullopt;
+}
+
+std::optional<json> methodRefusal(const json& message) {
+  if (!isModern(paramsOf(message))) return std::nullopt;
+  const std::string& method = message.at("method").get_ref<const std::string&>();
+  if (std::find(kModernMethods.begin(), kModernMethods.end(), method) != kModernMethods.end()) {
+    return std::nullopt;
+  }
+  return jsonrpc::makeError(message.at("id"), jsonrpc::kMethodNotFound,
+                            "Method not found: " + method +
+                                " is not part of MCP 2026-07-28 (it has server/discover, "
+                                "tools/list, tools/call, resources/list, resources/read and "
+                                "resources/templates/list here)");
+}
+
+std::optional<json> refusal(const json& message) {
+  if (auto refused = envelopeRefusal(message)) return refused;
+  if (auto refused = versionRefusal(message)) return refused;
+  return methodRefusal(message);
 }
 
 int requestLogLevel(const json& params) {

@@ -1,0 +1,39 @@
+// Streamable HTTP's part of MCP 2026-07-28 for a request that carries no Mcp-Session-Id: whether
+// it is a stateless (modern) request, and if it cannot be served, the HTTP status and JSON-RPC
+// error that say why: its headers must agree with its body (MCP-Protocol-Version with
+// params._meta, Mcp-Method with the method, Mcp-Name with the tool name or resource URI, in the
+// =?base64?...?= form when encoded), else 400 and -32020; a malformed _meta is 400 and -32602,
+// another version 400 and -32022, a method the revision does not have 404 and -32601. Pure.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace transport {
+
+struct ModernHeaders {
+  std::string_view protocol_version;  // MCP-Protocol-Version; empty when absent
+  std::string_view method;            // Mcp-Method
+  std::string_view name;              // Mcp-Name
+};
+
+struct ModernRefusal {
+  unsigned status = 400;
+  nlohmann::json body;  // a JSON-RPC error response naming the request's id
+};
+
+// A single request (not a notification, not a batch) served statelessly: its params._meta names
+// a protocol version, or (malformed) only its MCP-Protocol-Version header names 2026-07-28.
+[[nodiscard]] bool isModernRequest(const nlohmann::json& message, const ModernHeaders& headers);
+
+// Why a modern request cannot be served, or nullopt: serve it.
+[[nodiscard]] std::optional<ModernRefusal> refuseModernRequest(const nlohmann::json& message,
+                                                               const ModernHeaders& headers);
+
+// An Mcp-Name / Mcp-Param-* value as sent: trimmed, and decoded when it is =?base64?...?=.
+// nullopt: the encoded form is not valid base64 or not UTF-8-safe to compare.
+[[nodiscard]] std::optional<std::string> decodeHeaderValue(std::string_view value);
+
+}  // namespace transport
