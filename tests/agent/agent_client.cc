@@ -191,4 +191,33 @@ bool waitUntilGone(pid_t pid, std::chrono::milliseconds timeout) {
   return true;
 }
 
+json streamedExec(std::int64_t id, const std::string& kind, const std::string& code,
+                  std::int64_t timeout_ms, std::int64_t max_output) {
+  return {{"id", id},
+          {"op", "exec"},
+          {"kind", kind},
+          {"code", code},
+          {"timeout_ms", timeout_ms},
+          {"max_output_bytes", max_output},
+          {"stream", true}};
+}
+
+FirstFrame sendAndReadFirst(AgentClient& agent, const json& request) {
+  agent.send(request);
+  const auto sent = std::chrono::steady_clock::now();
+  FirstFrame first;
+  first.frame = agent.readFrame();
+  first.after = std::chrono::steady_clock::now() - sent;
+  return first;
+}
+
+std::string outputInOrder(const std::vector<json>& events) {
+  std::string in_order;
+  for (const json& event : events) {
+    const std::string data = event["data"].get<std::string>();
+    in_order += event["stream"] == "stderr" ? "[stderr]" + data : data;
+  }
+  return in_order;
+}
+
 }  // namespace agent_test

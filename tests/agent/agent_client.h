@@ -74,6 +74,21 @@ class AgentClient {
   std::int64_t next_id_ = 1'000'000;
 };
 
+// A streamed exec of `code` (output events on), as the streaming tests send it.
+[[nodiscard]] json streamedExec(std::int64_t id, const std::string& kind, const std::string& code,
+                                std::int64_t timeout_ms = 30'000,
+                                std::int64_t max_output = 1 << 20);
+
+// Sends `request` and reads the first frame back: the frame, and how long after sending it came.
+struct FirstFrame {
+  std::optional<json> frame;
+  std::chrono::steady_clock::duration after{};
+};
+[[nodiscard]] FirstFrame sendAndReadFirst(AgentClient& agent, const json& request);
+
+// The output events' data as they arrived, stderr's marked "[stderr]": the order a client saw.
+[[nodiscard]] std::string outputInOrder(const std::vector<json>& events);
+
 // True once `pid` no longer runs (gone, or a zombie waiting for its parent).
 [[nodiscard]] bool processGone(pid_t pid);
 [[nodiscard]] bool waitUntilGone(pid_t pid, std::chrono::milliseconds timeout = 3s);

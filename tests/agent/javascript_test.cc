@@ -13,6 +13,9 @@ namespace {
 
 using agent_test::AgentClient;
 using agent_test::json;
+using agent_test::outputInOrder;
+using agent_test::sendAndReadFirst;
+using agent_test::streamedExec;
 using agent_test::TempDir;
 using namespace std::chrono_literals;
 
@@ -242,22 +245,15 @@ TEST(Javascript, ForgedRepliesFromUserCodeCannotBreakTheAgent) {
 TEST(Javascript, ALineLoggedBeforeATimerArrivesBeforeTheCellEnds) {
   TempDir dir;
   AgentClient agent(dir.path());
-  agent.send({{"id", 80},
-              {"op", "exec"},
-              {"kind", "javascript"},
-              {"code",
-               "console.log('before the wait');\n"
-               "await new Promise((r) => setTimeout(r, 2000));\nconsole.log('after')"},
-              {"timeout_ms", 20000},
-              {"max_output_bytes", 1000},
-              {"stream", true}});
-  const auto sent = std::chrono::steady_clock::now();
-  const auto first = agent.readFrame();
-  const auto arrived = std::chrono::steady_clock::now() - sent;
-  ASSERT_TRUE(first);
-  EXPECT_EQ((*first)["event"], "output");
-  EXPECT_EQ((*first)["data"], "before the wait\n");
-  EXPECT_LT(arrived, 1500ms) << "the line waited for the timer";
+  const auto first = sendAndReadFirst(
+      agent, streamedExec(80, "javascript",
+                          "console.log('before the wait');\n"
+                          "await new Promise((r) => setTimeout(r, 2000));\nconsole.log('after')",
+                          20000, 1000));
+  ASSERT_TRUE(first.frame);
+  EXPECT_EQ((*first.frame)["event"], "output");
+  EXPECT_EQ((*first.frame)["data"], "before the wait\n");
+  EXPECT_LT(first.after, 1500ms) << "the line waited for the timer";
   const auto reply = agent.waitFor(80);
   EXPECT_EQ(reply.final["stdout"], "before the wait\nafter\n");
 }
@@ -267,29 +263,20 @@ TEST(Javascript, ALineLoggedBeforeATimerArrivesBeforeTheCellEnds) {
 TEST(Javascript, ManyLinesAreFewEventsInOrder) {
   TempDir dir;
   AgentClient agent(dir.path());
-  agent.send({{"id", 81},
-              {"op", "exec"},
-              {"kind", "javascript"},
-              {"code",
-               "for (let i = 0; i < 20000; i++) console.log(i);\n"
-               "console.error('err');\nawait new Promise((r) => setTimeout(r, 200));\n"
-               "console.log('out');\n"
-               "require('child_process').execFileSync('echo', ['child'], {stdio: 'inherit'});\n"
-               "process.stdout.write(new Uint8Array([101, 110, 100, 10]));"},
-              {"timeout_ms", 30000},
-              {"max_output_bytes", 1 << 20},
-              {"stream", true}});
+  agent.send(
+      streamedExec(81, "javascript",
+                   "for (let i = 0; i < 20000; i++) console.log(i);\n"
+                   "console.error('err');\nawait new Promise((r) => setTimeout(r, 200));\n"
+                   "console.log('out');\n"
+                   "require('child_process').execFileSync('echo', ['child'], {stdio: 'inherit'});\n"
+                   "process.stdout.write(new Uint8Array([101, 110, 100, 10]));"));
   const auto reply = agent.waitFor(81, 30s);
   ASSERT_EQ(reply.final["status"], "success") << reply.final["stderr"];
   std::string expected;
   for (int i = 0; i < 20000; ++i) expected += std::to_string(i) + "\n";
   EXPECT_TRUE(reply.final["stdout"] == expected + "out\nchild\nend\n");
   EXPECT_LE(reply.events.size(), 40U);
-  std::string in_order;  // both streams as the events gave them, stderr marked
-  for (const json& event : reply.events) {
-    const std::string data = event["data"].get<std::string>();
-    in_order += event["stream"] == "stderr" ? "[stderr]" + data : data;
-  }
+  const std::string in_order = outputInOrder(reply.events);
   const std::size_t err_at = in_order.find("[stderr]");
   EXPECT_TRUE(in_order == expected + "[stderr]err\nout\nchild\nend\n")
       << "stderr at " << err_at << " of " << in_order.size() << ", after: "

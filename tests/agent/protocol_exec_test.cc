@@ -16,6 +16,9 @@ namespace {
 using agent_test::AgentClient;
 using agent_test::json;
 using agent_test::lastLine;
+using agent_test::outputInOrder;
+using agent_test::sendAndReadFirst;
+using agent_test::streamedExec;
 using agent_test::TempDir;
 using namespace std::chrono_literals;
 
@@ -193,20 +196,14 @@ TEST(Unit, StreamEventsRespectTheCap) {
 TEST(Unit, ALinePrintedBeforeASleepArrivesBeforeTheCellEnds) {
   TempDir dir;
   AgentClient agent(dir.path());
-  agent.send({{"id", 72},
-              {"op", "exec"},
-              {"kind", "python"},
-              {"code", "import time\nprint('before the sleep')\ntime.sleep(2)\nprint('after')"},
-              {"timeout_ms", 10000},
-              {"max_output_bytes", 1000},
-              {"stream", true}});
-  const auto sent = std::chrono::steady_clock::now();
-  const auto first = agent.readFrame();
-  const auto arrived = std::chrono::steady_clock::now() - sent;
-  ASSERT_TRUE(first);
-  EXPECT_EQ((*first)["event"], "output");
-  EXPECT_EQ((*first)["data"], "before the sleep\n");
-  EXPECT_LT(arrived, 1500ms) << "the line waited for the sleep";
+  const auto first = sendAndReadFirst(
+      agent, streamedExec(72, "python",
+                          "import time\nprint('before the sleep')\ntime.sleep(2)\nprint('after')",
+                          10000, 1000));
+  ASSERT_TRUE(first.frame);
+  EXPECT_EQ((*first.frame)["event"], "output");
+  EXPECT_EQ((*first.frame)["data"], "before the sleep\n");
+  EXPECT_LT(first.after, 1500ms) << "the line waited for the sleep";
   const auto reply = agent.waitFor(72);
   EXPECT_EQ(reply.final["stdout"], "before the sleep\nafter\n");
 }
@@ -218,26 +215,16 @@ TEST(Unit, ALinePrintedBeforeASleepArrivesBeforeTheCellEnds) {
 TEST(Unit, ManyLinesAreFewEventsInOrder) {
   TempDir dir;
   AgentClient agent(dir.path());
-  agent.send({{"id", 73},
-              {"op", "exec"},
-              {"kind", "python"},
-              {"code",
-               "import subprocess, sys, time\nfor i in range(20000):\n    print(i)\n"
-               "print('err', file=sys.stderr)\ntime.sleep(0.2)\nprint('out')\n"
-               "subprocess.run(['echo', 'child'])\nprint('end')"},
-              {"timeout_ms", 30000},
-              {"max_output_bytes", 1 << 20},
-              {"stream", true}});
+  agent.send(streamedExec(73, "python",
+                          "import subprocess, sys, time\nfor i in range(20000):\n    print(i)\n"
+                          "print('err', file=sys.stderr)\ntime.sleep(0.2)\nprint('out')\n"
+                          "subprocess.run(['echo', 'child'])\nprint('end')"));
   const auto reply = agent.waitFor(73, 30s);
   std::string expected;
   for (int i = 0; i < 20000; ++i) expected += std::to_string(i) + "\n";
   EXPECT_EQ(reply.final["stdout"], expected + "out\nchild\nend\n");
   EXPECT_LE(reply.events.size(), 40U);
-  std::string in_order;  // both streams as the events gave them, stderr marked
-  for (const json& event : reply.events) {
-    const std::string data = event["data"].get<std::string>();
-    in_order += event["stream"] == "stderr" ? "[stderr]" + data : data;
-  }
+  const std::string in_order = outputInOrder(reply.events);
   EXPECT_EQ(in_order, expected + "[stderr]err\nout\nchild\nend\n");
 }
 

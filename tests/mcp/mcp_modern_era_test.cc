@@ -4,7 +4,6 @@
 // resultType and caching hints on results, and log messages only for requests that ask.
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,24 +23,9 @@ json modernMeta(const json& extra = json::object()) {
   return meta;
 }
 
-// Sends a request with `params` (their _meta included) and records what was notified for it.
-struct Exchange {
-  json reply;
-  std::vector<json> notifications;
-};
-
-Exchange exchange(jsonrpc::Endpoint& ep, const std::string& method, const json& params) {
-  Exchange out;
-  std::mutex mutex;
-  jsonrpc::RequestContext ctx;
-  ctx.notify = [&](const json& notification) {
-    std::lock_guard lock(mutex);
-    out.notifications.push_back(notification);
-  };
-  out.reply =
-      ep.handle({{"jsonrpc", "2.0"}, {"id", "m-1"}, {"method", method}, {"params", params}}, ctx)
-          .value_or(json());
-  return out;
+mcp_test::RecordedRequest exchange(jsonrpc::Endpoint& ep, const std::string& method,
+                                   const json& params) {
+  return mcp_test::requestRecording(ep, method, params);
 }
 
 TEST_F(McpServerTest, DiscoverOffersTheModernRevisionWithCachingHints) {
@@ -114,7 +98,7 @@ TEST_F(McpServerTest, AMalformedEnvelopeIsInvalidParams) {
   for (const auto& c : cases) {
     const json reply = exchange(*endpoint, c.method, c.params).reply;
     EXPECT_EQ(reply["error"]["code"], -32602) << c.what << ": " << reply;
-    EXPECT_EQ(reply["id"], "m-1") << c.what;
+    EXPECT_EQ(reply["id"], 99) << c.what;
   }
 }
 

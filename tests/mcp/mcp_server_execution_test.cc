@@ -44,24 +44,8 @@ TEST_F(McpServerTest, CancelledNotificationInterruptsCall) {
   EXPECT_EQ((*reply)["result"]["structuredContent"]["status"], "cancelled");
 }
 
-// Runs tools/call with a RequestContext that records the notifications sent for it.
-struct RecordedCall {
-  json reply;
-  std::vector<json> notifications;
-};
-
-RecordedCall callRecording(jsonrpc::Endpoint& ep, json params) {
-  RecordedCall out;
-  std::mutex mutex;
-  jsonrpc::RequestContext ctx;
-  ctx.notify = [&](const json& notification) {
-    std::lock_guard lock(mutex);
-    out.notifications.push_back(notification);
-  };
-  out.reply =
-      ep.handle({{"jsonrpc", "2.0"}, {"id", 99}, {"method", "tools/call"}, {"params", params}}, ctx)
-          .value_or(json());
-  return out;
+mcp_test::RecordedRequest callRecording(jsonrpc::Endpoint& ep, const json& params) {
+  return mcp_test::requestRecording(ep, "tools/call", params);
 }
 
 TEST_F(McpServerTest, OutputIsStreamedAsProgressWhenAskedFor) {

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "fake_backend.h"
 #include "mcp/mcp_server.h"
@@ -15,6 +17,28 @@
 namespace mcp_test {
 
 using jsonrpc::json;
+
+// A request's reply and the notifications sent for it.
+struct RecordedRequest {
+  json reply;
+  std::vector<json> notifications;
+};
+
+// Sends `method` with `params` through `ep` with a RequestContext that records what it notifies.
+inline RecordedRequest requestRecording(jsonrpc::Endpoint& ep, const std::string& method,
+                                        const json& params) {
+  RecordedRequest out;
+  std::mutex mutex;
+  jsonrpc::RequestContext ctx;
+  ctx.notify = [&](const json& notification) {
+    std::lock_guard lock(mutex);
+    out.notifications.push_back(notification);
+  };
+  out.reply =
+      ep.handle({{"jsonrpc", "2.0"}, {"id", 99}, {"method", method}, {"params", params}}, ctx)
+          .value_or(json());
+  return out;
+}
 
 class McpServerTest : public ::testing::Test {
  protected:
