@@ -79,7 +79,9 @@ std::optional<std::string> SessionRegistry::checkSessionId(const std::string& id
 SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, const std::string& id,
                                                    const SessionOptions& options,
                                                    bool options_given, CancelToken* cancel) {
-  const std::string session_id = id.empty() ? "s-" + common::randomHex(8) : id;
+  // 128 random bits: a handle is a capability (every 2026-07-28 caller over HTTP is one principal,
+  // so knowing a handle is what reaches its sandbox).
+  const std::string session_id = id.empty() ? "s-" + common::randomHex(16) : id;
   if (auto problem = checkSessionId(session_id)) throw SandboxError(*problem);
 
   std::promise<std::shared_ptr<Session>> promise;

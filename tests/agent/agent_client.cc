@@ -204,10 +204,9 @@ json streamedExec(std::int64_t id, const std::string& kind, const std::string& c
 
 FirstFrame sendAndReadFirst(AgentClient& agent, const json& request) {
   agent.send(request);
-  const auto sent = std::chrono::steady_clock::now();
   FirstFrame first;
   first.frame = agent.readFrame();
-  first.after = std::chrono::steady_clock::now() - sent;
+  first.at = std::chrono::steady_clock::now();
   return first;
 }
 

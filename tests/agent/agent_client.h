@@ -79,10 +79,10 @@ class AgentClient {
                                 std::int64_t timeout_ms = 30'000,
                                 std::int64_t max_output = 1 << 20);
 
-// Sends `request` and reads the first frame back: the frame, and how long after sending it came.
+// Sends `request` and reads the first frame back: the frame, and when it came.
 struct FirstFrame {
   std::optional<json> frame;
-  std::chrono::steady_clock::duration after{};
+  std::chrono::steady_clock::time_point at{};
 };
 [[nodiscard]] FirstFrame sendAndReadFirst(AgentClient& agent, const json& request);
 

@@ -78,6 +78,7 @@ TEST_F(SessionRegistryTest, AnEmptyIdGetsAFreshValidOne) {
   const auto a = acquire("alice", "");
   const auto b = acquire("alice", "");
   EXPECT_EQ(a.session->id().rfind("s-", 0), 0U) << a.session->id();
+  EXPECT_EQ(a.session->id().size(), 2U + 32U) << "128 random bits: " << a.session->id();
   EXPECT_FALSE(SessionRegistry::checkSessionId(a.session->id()));
   EXPECT_NE(a.session->id(), b.session->id());
   EXPECT_EQ(registry().size(), 2U);
