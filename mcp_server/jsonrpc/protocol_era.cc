@@ -35,15 +35,17 @@ int logLevelIndex(std::string_view level) {
 
 json supportedVersions() { return json::array({std::string(kModernVersion)}); }
 
-namespace {
+bool isSingleRequest(const json& message) {
+  return message.is_object() && message.contains("id") && message.contains("method") &&
+         message["method"].is_string() &&
+         (message["id"].is_string() || message["id"].is_number_integer());
+}
 
 const json& paramsOf(const json& message) {
   static const json kNoParams = json::object();
   const auto given = message.find("params");
   return given != message.end() ? *given : kNoParams;
 }
-
-}  // namespace
 
 std::string requestVersion(const json& params) {
   const json* meta = metaOf(params);

@@ -36,6 +36,13 @@ inline constexpr std::array<std::string_view, 6> kModernMethods{
 // templates never change while a server runs; a session's resources do.
 inline constexpr int kStaticTtlMs = 3'600'000;
 
+// A single request (an object, not a notification or a batch) with a string method and a string
+// or integer id: the only kind of message an era decision applies to.
+[[nodiscard]] bool isSingleRequest(const json& message);
+
+// The message's params, or an empty object when it has none.
+[[nodiscard]] const json& paramsOf(const json& message);
+
 // The request's params carry the 2026-07-28 envelope (a protocolVersion key in _meta, valid or
 // not): it is served, or refused, as a modern request.
 [[nodiscard]] bool isModern(const json& params);

@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "jsonrpc/errors.h"
-#include "mcp/parked_request.h"
 #include "jsonrpc/protocol_era.h"
+#include "mcp/parked_request.h"
 #include "mcp/tool_wire.h"
 
 namespace mcp {
@@ -25,15 +25,19 @@ using era::logLevelIndex;
 // A batch holding a 2026-07-28 request: that revision has no batches.
 bool batchHoldsModernRequest(const json& message) {
   return message.is_array() && std::any_of(message.begin(), message.end(), [](const json& item) {
-           return item.is_object() && era::isModern(item.value("params", json()));
+           return item.is_object() && era::isModern(era::paramsOf(item));
          });
 }
 
-// A request (not a notification, not a response) whose envelope the dispatcher will accept.
-bool isSingleRequest(const json& message) {
-  return message.is_object() && message.contains("id") && message.contains("method") &&
-         message["method"].is_string() &&
-         (message["id"].is_string() || message["id"].is_number_integer());
+// What both eras declare; 2025 adds its tasks, 2026-07-28 has them as an extension (not offered).
+json commonCapabilities() {
+  return {{"tools", {{"listChanged", false}}},
+          {"resources", {{"subscribe", false}, {"listChanged", false}}},
+          {"logging", json::object()}};
+}
+
+json serverInfo() {
+  return {{"name", kServerName}, {"title", "Sandbox MCP"}, {"version", kServerVersion}};
 }
 
 const char* kInstructions =
@@ -133,7 +137,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
 }
 
 std::optional<json> McpEndpoint::handle(const json& message, jsonrpc::RequestContext& ctx) {
-  if (isSingleRequest(message)) {
+  if (era::isSingleRequest(message)) {
     if (auto refused = era::refusal(message)) return refused;
   } else if (batchHoldsModernRequest(message)) {
     return jsonrpc::makeError(nullptr, jsonrpc::kInvalidRequest,
@@ -180,30 +184,21 @@ json McpEndpoint::initialize(const json& params) {
   const auto client = params.value("clientInfo", json::object());
   spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
                client.value("version", "?"), version);
+  json capabilities = commonCapabilities();
+  capabilities["tasks"] = {{"list", json::object()},
+                           {"cancel", json::object()},
+                           {"requests", {{"tools", {{"call", json::object()}}}}}};
   return json{{"protocolVersion", version},
-              {"capabilities",
-               {{"tools", {{"listChanged", false}}},
-                {"resources", {{"subscribe", false}, {"listChanged", false}}},
-                {"logging", json::object()},
-                {"tasks",
-                 {{"list", json::object()},
-                  {"cancel", json::object()},
-                  {"requests", {{"tools", {{"call", json::object()}}}}}}}}},
-              {"serverInfo",
-               {{"name", kServerName}, {"title", "Sandbox MCP"}, {"version", kServerVersion}}},
+              {"capabilities", std::move(capabilities)},
+              {"serverInfo", serverInfo()},
               {"instructions", kInstructions}};
 }
 
 json McpEndpoint::discover() {
   json result{{"supportedVersions", era::supportedVersions()},
-              {"capabilities",
-               {{"tools", {{"listChanged", false}}},
-                {"resources", {{"subscribe", false}, {"listChanged", false}}},
-                {"logging", json::object()}}},
+              {"capabilities", commonCapabilities()},
               {"instructions", kInstructions},
-              {"_meta",
-               {{era::kServerInfoKey,
-                 {{"name", kServerName}, {"title", "Sandbox MCP"}, {"version", kServerVersion}}}}}};
+              {"_meta", {{era::kServerInfoKey, serverInfo()}}}};
   return era::cacheable(std::move(result), era::kStaticTtlMs, "public");
 }
 

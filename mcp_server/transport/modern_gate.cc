@@ -7,24 +7,14 @@
 namespace transport {
 namespace {
 
+using mcp::era::isSingleRequest;
+using mcp::era::paramsOf;
 using nlohmann::json;
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
-}
-
-bool isSingleRequest(const json& message) {
-  return message.is_object() && message.contains("id") && message.contains("method") &&
-         message["method"].is_string() &&
-         (message["id"].is_string() || message["id"].is_number_integer());
-}
-
-const json& paramsOf(const json& message) {
-  static const json kNoParams = json::object();
-  const auto given = message.find("params");
-  return given != message.end() ? *given : kNoParams;
 }
 
 ModernRefusal mismatch(const json& id, const std::string& why) {
