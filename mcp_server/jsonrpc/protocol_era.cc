@@ -105,14 +105,13 @@ std::optional<json> versionRefusal(const json& message) {
 std::optional<json> methodRefusal(const json& message) {
   if (!isModern(paramsOf(message))) return std::nullopt;
   const std::string& method = message.at("method").get_ref<const std::string&>();
-  if (std::find(kModernMethods.begin(), kModernMethods.end(), method) != kModernMethods.end()) {
+  if (std::find(kRemovedMethods.begin(), kRemovedMethods.end(), method) == kRemovedMethods.end()) {
     return std::nullopt;
   }
   return jsonrpc::makeError(message.at("id"), jsonrpc::kMethodNotFound,
                             "Method not found: " + method +
-                                " is not part of MCP 2026-07-28 (it has server/discover, "
-                                "tools/list, tools/call, resources/list, resources/read and "
-                                "resources/templates/list here)");
+                                " was removed in MCP 2026-07-28 (server/discover tells what this "
+                                "server offers)");
 }
 
 std::optional<json> refusal(const json& message) {

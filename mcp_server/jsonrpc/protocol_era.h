@@ -26,11 +26,19 @@ inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kMissingRequiredClientCapability = -32021;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 
-// The methods a 2026-07-28 request may name; the rest (initialize, ping, logging/setLevel, the
-// 2025 tasks/*) are removed in that revision and answer "method not found".
-inline constexpr std::array<std::string_view, 6> kModernMethods{
-    "server/discover", "tools/list",     "tools/call",
-    "resources/list",  "resources/read", "resources/templates/list"};
+// Methods 2026-07-28 removed: a modern request naming one answers "method not found" even where
+// the endpoint serves it to 2025 clients. The 2025 tasks/* are here until the tasks extension
+// (io.modelcontextprotocol/tasks) is offered. Other methods the endpoint lacks get the
+// dispatcher's -32601.
+inline constexpr std::array<std::string_view, 9> kRemovedMethods{"initialize",
+                                                                 "ping",
+                                                                 "logging/setLevel",
+                                                                 "resources/subscribe",
+                                                                 "resources/unsubscribe",
+                                                                 "tasks/get",
+                                                                 "tasks/result",
+                                                                 "tasks/list",
+                                                                 "tasks/cancel"};
 
 // How long a client may cache what the list methods and discover return (ttlMs): the tools and
 // templates never change while a server runs; a session's resources do.
@@ -52,14 +60,14 @@ inline constexpr int kStaticTtlMs = 3'600'000;
 // judged). Each returns the error response, or nullopt.
 [[nodiscard]] std::optional<json> envelopeRefusal(const json& message);  // -32602
 [[nodiscard]] std::optional<json> versionRefusal(const json& message);   // -32022, bad log level
-[[nodiscard]] std::optional<json> methodRefusal(const json& message);    // -32601
+[[nodiscard]] std::optional<json> methodRefusal(const json& message);    // -32601, removed
 
 // The protocol version a modern request's _meta names ("" when it names none, or not a string).
 [[nodiscard]] std::string requestVersion(const json& params);
 
 // A modern request's error response when it cannot be served: the envelope is malformed
 // (-32602), its version is not one this server speaks (-32022, with the supported ones), or its
-// method is not part of 2026-07-28 (-32601). nullopt: serve it. `message` is a single request
+// method was removed in 2026-07-28 (-32601). nullopt: serve it. `message` is a single request
 // (an object with a method and an id) whose params are modern; a 2025 server/discover (no
 // envelope) is refused too, since discover exists only in 2026-07-28.
 [[nodiscard]] std::optional<json> refusal(const json& message);

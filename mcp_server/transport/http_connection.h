@@ -157,14 +157,16 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // so that a request waiting for something (a task's result) stops waiting (strand).
   void watchForHangUp(std::uint64_t request_serial);
   void onReadableWhileHandling(boost::beast::error_code ec, std::uint64_t request_serial);
+  // `status`: the response's when it is not streamed (a 2026-07-28 error: modernAnswerStatus).
   void onHandled(std::uint64_t request_serial, std::optional<std::string> result,
-                 const std::string& new_session_id);
+                 const std::string& new_session_id,
+                 boost::beast::http::status status = boost::beast::http::status::ok);
   [[nodiscard]] std::string peerLabel(const std::string& session_id) const;
 
   // Writing (strand; http_connection_writing.cc).
   void respondError(boost::beast::http::status status, int code, const std::string& message,
                     const std::vector<std::pair<std::string, std::string>>& headers = {},
-                    bool close_after = false);
+                    bool close_after = false, const json& id = nullptr);
   void respondJson(boost::beast::http::status status, const json& body,
                    const std::string& session_id = {});
   void respondSerialized(boost::beast::http::status status, std::string body,

@@ -10,8 +10,10 @@
 #include <exception>
 #include <utility>
 
+#include "jsonrpc/protocol_era.h"
 #include "transport/http_connection.h"
 #include "transport/message_util.h"
+#include "transport/modern_gate.h"
 #include "transport/sse_writer.h"
 #include "transport/transport_log.h"
 
@@ -27,6 +29,13 @@ namespace {
 std::optional<std::string> serializeAnswer(const std::optional<json>& answer) {
   if (!answer) return std::nullopt;
   return serialize(*answer);
+}
+
+// A 2026-07-28 request's errors carry their HTTP status (404 for an unknown method, 400 for a
+// missing client capability); 2025 answers are always 200.
+http::status statusOf(const std::optional<json>& answer, bool modern) {
+  if (!answer || !modern) return http::status::ok;
+  return static_cast<http::status>(modernAnswerStatus(*answer));
 }
 
 bool isSuccess(const json& response) {
@@ -50,19 +59,22 @@ void HttpConnection::runRequest(std::uint64_t serial, const json& message,
   };
   // A request that waits is answered from whichever thread ends the wait; until then it holds
   // its session (and its place in the session's requests in flight), not this thread.
-  ctx.answer_later = [self, serial, holds](const std::optional<json>& answer) {
-    net::post(self->stream_.get_executor(),
-              [self, serial, body = serializeAnswer(answer)]() mutable {
-                self->onHandled(serial, std::move(body), {});
-              });
+  const bool modern =
+      mcp::era::isSingleRequest(message) && mcp::era::isModern(mcp::era::paramsOf(message));
+  ctx.answer_later = [self, serial, holds, modern](const std::optional<json>& answer) {
+    net::post(self->stream_.get_executor(), [self, serial, body = serializeAnswer(answer),
+                                             status = statusOf(answer, modern)]() mutable {
+      self->onHandled(serial, std::move(body), {}, status);
+    });
   };
   ctx.run_on_worker = [context = context_](std::function<void()> job) {
     return context->pool.submit(std::move(job));
   };
-  std::optional<std::string> body = serializeAnswer(handleSafely(endpoint, message, ctx));
+  const std::optional<json> answer = handleSafely(endpoint, message, ctx);
   if (ctx.answered_later) return;
-  net::post(stream_.get_executor(), [self, serial, body = std::move(body)]() mutable {
-    self->onHandled(serial, std::move(body), {});
+  net::post(stream_.get_executor(), [self, serial, body = serializeAnswer(answer),
+                                     status = statusOf(answer, modern)]() mutable {
+    self->onHandled(serial, std::move(body), {}, status);
   });
 }
 
@@ -165,7 +177,7 @@ void HttpConnection::onNotify(std::uint64_t request_serial, const json& message)
 }
 
 void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<std::string> result,
-                               const std::string& new_session_id) {
+                               const std::string& new_session_id, http::status status) {
   if (request_serial != request_serial_) return;
   awaiting_handler_ = false;
   hang_up_.reset();
@@ -185,7 +197,7 @@ void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<std::
     respondEmpty(http::status::accepted);  // only notifications/responses: nothing to answer
     return;
   }
-  respondSerialized(http::status::ok, std::move(*result), new_session_id);
+  respondSerialized(status, std::move(*result), new_session_id);
 }
 
 void HttpConnection::onSessionClosed(std::uint64_t request_serial) {

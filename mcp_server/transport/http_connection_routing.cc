@@ -21,6 +21,9 @@ bool isInitialize(const json& message) {
   return isRequest(message) && message["method"] == "initialize";
 }
 
+// The id an HTTP-level error echoes: the request's, null for a notification or a batch.
+json idOf(const json& message) { return isRequest(message) ? message["id"] : json(nullptr); }
+
 // Ids of the registry's principal entries: never minted for a client (minted ids are hex).
 constexpr std::string_view kPrincipalPrefix = "principal:";
 constexpr const char* kLocalPrincipal = "principal:local";
@@ -121,6 +124,16 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
     return;
   }
   json& message = parsed.message;
+  const auto& request = parser_->get();
+  const ModernHeaders headers{request["MCP-Protocol-Version"], request["Mcp-Method"],
+                              request["Mcp-Name"]};
+  // A 2026-07-28 request's version is the modern gate's (-32022 names the supported ones).
+  const bool modern = session_id.empty() && isModernRequest(message, headers);
+  if (auto rejection = unsupportedVersion(request); rejection && !modern) {
+    respondJson(rejection->status,
+                errorResponse(rejection->code, rejection->message, idOf(message)));
+    return;
+  }
   if (!session_id.empty()) {
     auto lease = session_id.starts_with(kPrincipalPrefix)
                      ? std::nullopt
@@ -129,7 +142,8 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
       respondJson(http::status::not_found,
                   errorResponse(kSessionNotFound,
                                 "Session not found: it expired or was deleted; send a new "
-                                "initialize request without Mcp-Session-Id"));
+                                "initialize request without Mcp-Session-Id",
+                                idOf(message)));
       return;
     }
     const std::size_t bound = context_->options.max_requests_in_flight_per_session;
@@ -140,17 +154,14 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
                                     " requests in flight (http.max_requests_in_flight_per_"
                                     "session); wait for their answers or cancel ones you no "
                                     "longer need (notifications/cancelled), then retry",
-                                isRequest(message) ? message["id"] : json(nullptr)));
+                                idOf(message)));
       return;
     }
     auto endpoint = lease->endpoint();
     dispatch(std::move(message), std::move(endpoint), std::move(lease), session_id, false);
     return;
   }
-  const auto& request = parser_->get();
-  const ModernHeaders headers{request["MCP-Protocol-Version"], request["Mcp-Method"],
-                              request["Mcp-Name"]};
-  if (isModernRequest(message, headers)) {
+  if (modern) {
     if (auto refused = refuseModernRequest(message, headers)) {
       respondJson(static_cast<http::status>(refused->status), refused->body);
       return;
@@ -174,7 +185,7 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
                    "Service Unavailable: this server is shutting down and takes no new MCP "
                    "sessions; send initialize again (a load balancer routes it to another "
                    "replica)",
-                   {{"Retry-After", "5"}});
+                   {{"Retry-After", "5"}}, false, idOf(message));
       return;
     }
     dispatch(std::move(message), nullptr, std::nullopt, {}, true);
@@ -183,7 +194,8 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
   respondJson(http::status::bad_request,
               errorResponse(kServerError,
                             "Bad Request: missing Mcp-Session-Id header; send an initialize "
-                            "request first and repeat the Mcp-Session-Id it returns"));
+                            "request first and repeat the Mcp-Session-Id it returns",
+                            idOf(message)));
 }
 
 std::optional<SessionRegistry::Lease> HttpConnection::principalLease() {
@@ -240,6 +252,7 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
                               const std::string& session_id, bool opens_session) {
   awaiting_handler_ = true;
   const bool lightweight = !opens_session && isLightweight(message);
+  const json id = idOf(message);  // for a refusal after `message` moved into the job
   // std::function needs a copyable job; the lease is shared by the copies and released with them.
   auto shared_lease = std::make_shared<std::optional<SessionRegistry::Lease>>(std::move(lease));
   // The pool is shared by every MCP session: the key names this one too.
@@ -265,7 +278,7 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
   if (!pool.submit(std::move(job), key, std::move(cancel))) {
     awaiting_handler_ = false;
     respondError(http::status::service_unavailable, kServerError,
-                 "Service Unavailable: the server is shutting down", {}, true);
+                 "Service Unavailable: the server is shutting down", {}, true, id);
     return;
   }
   if (hang_up_) watchForHangUp(request_serial_);

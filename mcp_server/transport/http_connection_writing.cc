@@ -30,11 +30,11 @@ constexpr std::string_view kContinueLine = "HTTP/1.1 100 Continue\r\n\r\n";
 
 void HttpConnection::respondError(http::status status, int code, const std::string& message,
                                   const std::vector<std::pair<std::string, std::string>>& headers,
-                                  bool close_after) {
+                                  bool close_after, const json& id) {
   auto response = std::make_shared<Response>(status, http_version_);
   response->set(http::field::content_type, "application/json");
   for (const auto& [name, value] : headers) response->set(name, value);
-  response->body() = serialize(errorResponse(code, message));
+  response->body() = serialize(errorResponse(code, message, id));
   sendResponse(std::move(response), close_after);
 }
 

@@ -142,18 +142,25 @@ std::optional<Rejection> checkRequest(const http::request_header<>& request,
   if (method == http::verb::post) {
     if (auto rejection = checkPostHeaders(request)) return rejection;
   }
-  const auto version = request.find("MCP-Protocol-Version");
-  if (version != request.end()) {
-    const auto& supported = supportedProtocolVersions();
-    if (std::find(supported.begin(), supported.end(), std::string_view(version->value())) ==
-        supported.end()) {
-      return reject(http::status::bad_request,
-                    "Bad Request: unsupported MCP-Protocol-Version '" +
-                        std::string(version->value()) +
-                        "'; supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26");
-    }
+  // A POST's version is judged with its body (the id to echo; a 2026-07-28 request answers
+  // -32022 with the supported versions): unsupportedVersion() after parsing.
+  if (method == http::verb::delete_) {
+    if (auto rejection = unsupportedVersion(request)) return rejection;
   }
   return std::nullopt;
+}
+
+std::optional<Rejection> unsupportedVersion(const http::request_header<>& request) {
+  const auto version = request.find("MCP-Protocol-Version");
+  if (version == request.end()) return std::nullopt;
+  const auto& supported = supportedProtocolVersions();
+  if (std::find(supported.begin(), supported.end(), trim(std::string_view(version->value()))) !=
+      supported.end()) {
+    return std::nullopt;
+  }
+  return reject(http::status::bad_request,
+                "Bad Request: unsupported MCP-Protocol-Version '" + std::string(version->value()) +
+                    "'; supported: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26");
 }
 
 }  // namespace transport

@@ -37,6 +37,12 @@ struct Rejection {
 [[nodiscard]] bool isPlainGet(const boost::beast::http::request_header<>& request,
                               const RequestGuardConfig& config);
 
+// An MCP-Protocol-Version header naming a version this server does not speak. checkRequest()
+// applies it to DELETE only: a POST's version is judged with its body (2026-07-28 requests by
+// modern_gate.h, which answers -32022; others with this, echoing the request's id).
+[[nodiscard]] std::optional<Rejection> unsupportedVersion(
+    const boost::beast::http::request_header<>& request);
+
 [[nodiscard]] std::optional<Rejection> checkRequest(
     const boost::beast::http::request_header<>& request, const RequestGuardConfig& config);
 

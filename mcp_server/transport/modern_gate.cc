@@ -48,6 +48,24 @@ std::optional<std::string> decodeHeaderValue(std::string_view value) {
   return common::base64Decode(encoded);
 }
 
+unsigned modernAnswerStatus(const json& answer) {
+  if (!answer.is_object()) return 200;
+  const auto error = answer.find("error");
+  if (error == answer.end() || !error->is_object()) return 200;
+  const json code = error->value("code", json());
+  if (!code.is_number_integer()) return 200;
+  switch (code.get<int>()) {
+    case jsonrpc::kMethodNotFound:
+      return 404;
+    case mcp::era::kHeaderMismatch:
+    case mcp::era::kMissingRequiredClientCapability:
+    case mcp::era::kUnsupportedProtocolVersion:
+      return 400;
+    default:
+      return 200;
+  }
+}
+
 bool isModernRequest(const json& message, const ModernHeaders& headers) {
   if (!isSingleRequest(message)) return false;
   // An initialize naming the new version in its header only is still a 2025 handshake.

@@ -32,6 +32,11 @@ struct ModernRefusal {
 [[nodiscard]] std::optional<ModernRefusal> refuseModernRequest(const nlohmann::json& message,
                                                                const ModernHeaders& headers);
 
+// The HTTP status of a served modern request's answer: 404 for -32601 (a method this server
+// lacks), 400 for -32020/-32021/-32022 (e.g. a tool that needs a client capability the request
+// did not declare), else 200 (results, and handler errors such as an unknown tool, in-band).
+[[nodiscard]] unsigned modernAnswerStatus(const nlohmann::json& answer);
+
 // An Mcp-Name / Mcp-Param-* value as sent: trimmed, and decoded when it is =?base64?...?=.
 // nullopt: the encoded form is not valid base64 or not UTF-8-safe to compare.
 [[nodiscard]] std::optional<std::string> decodeHeaderValue(std::string_view value);

@@ -59,11 +59,17 @@ TEST(Unit, GuardRejectsWithTheRightStatus) {
   html.set(http::field::accept, "text/html");
   EXPECT_EQ(statusOf(html, config()), http::status::not_acceptable);
 
+  // A POST's version is judged with its body (unsupportedVersion after parsing); DELETE's here.
   auto old_version = post();
   old_version.set("MCP-Protocol-Version", "2024-11-05");
+  EXPECT_EQ(statusOf(old_version, config()), http::status::ok);
+  ASSERT_TRUE(transport::unsupportedVersion(old_version));
+  EXPECT_EQ(transport::unsupportedVersion(old_version)->status, http::status::bad_request);
+  old_version.method(http::verb::delete_);
   EXPECT_EQ(statusOf(old_version, config()), http::status::bad_request);
   old_version.set("MCP-Protocol-Version", "2025-06-18");
   EXPECT_EQ(statusOf(old_version, config()), http::status::ok);
+  EXPECT_FALSE(transport::unsupportedVersion(old_version));
 
   auto evil_origin = post();
   evil_origin.set(http::field::origin, "http://evil.example");

@@ -98,11 +98,6 @@ TEST(ModernGate, EachMalformedRequestGetsItsStatusAndCode) {
        {"2026-07-28", "ping", ""},
        404,
        -32601},
-      {"an unknown method",
-       request("no/such", {{"_meta", meta()}}),
-       {"2026-07-28", "no/such", ""},
-       404,
-       -32601},
   };
   for (const auto& c : cases) {
     const auto refused = refuseModernRequest(c.message, c.headers);
@@ -120,6 +115,31 @@ TEST(ModernGate, HeaderValuesAreTrimmedAndDecoded) {
   EXPECT_EQ(decodeHeaderValue("base64?abc?="), "base64?abc?=") << "no prefix: a literal";
   EXPECT_FALSE(decodeHeaderValue("=?base64?a b?="));
   EXPECT_FALSE(decodeHeaderValue("=?base64?@@@@?="));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ModernGate, UnknownMethodsReachTheEndpoint) {
+  // The endpoint knows what it serves: its -32601 becomes 404 (modernAnswerStatus).
+  EXPECT_FALSE(transport::refuseModernRequest(request("no/such", {{"_meta", meta()}}),
+                                              {"2026-07-28", "no/such", ""}));
+}
+
+TEST(ModernGate, AnswersGetTheStatusTheirErrorCodeAsks) {
+  const auto error = [](int code) {
+    return nlohmann::json{{"jsonrpc", "2.0"}, {"id", 1}, {"error", {{"code", code}}}};
+  };
+  EXPECT_EQ(transport::modernAnswerStatus(error(-32601)), 404u);
+  EXPECT_EQ(transport::modernAnswerStatus(error(-32021)), 400u);
+  EXPECT_EQ(transport::modernAnswerStatus(error(-32020)), 400u);
+  EXPECT_EQ(transport::modernAnswerStatus(error(-32022)), 400u);
+  EXPECT_EQ(transport::modernAnswerStatus(error(-32602)), 200u);  // e.g. an unknown tool: in-band
+  EXPECT_EQ(transport::modernAnswerStatus(nlohmann::json{
+                {"jsonrpc", "2.0"}, {"id", 1}, {"result", nlohmann::json::object()}}),
+            200u);
+  EXPECT_EQ(transport::modernAnswerStatus(nlohmann::json()), 200u);
 }
 
 }  // namespace
