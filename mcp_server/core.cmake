@@ -60,16 +60,25 @@ target_link_libraries(mcp_tools
 # logging, cancellation; McpServer is the EndpointFactory the transports serve.
 add_library(mcp_protocol STATIC
   mcp/cancellable_requests.cc
+  mcp/completions.cc
+  mcp/input_required.cc
+  mcp/mcp_catalogs.cc
   mcp/mcp_server.cc
   mcp/mcp_tasks.cc
+  mcp/prompt_catalog.cc
+  mcp/request_state.cc
+  mcp/resource_catalog.cc
   mcp/session_lanes.cc
   mcp/session_resources.cc
+  mcp/subscriptions.cc
   mcp/task_runner.cc
   mcp/task_store.cc
   mcp/tool_wire.cc)
+# OpenSSL: the HMAC that seals input-required request states (request_state.cc).
+find_package(OpenSSL REQUIRED)
 target_link_libraries(mcp_protocol
   PUBLIC mcp_tools mcp_jsonrpc
-  PRIVATE project_warnings project_sanitizers)
+  PRIVATE OpenSSL::Crypto project_warnings project_sanitizers)
 
 # mcp_app: command line and wiring of the concrete backend and transports.
 # sandbox_mcp.py (the in-sandbox MCP client) is embedded; the server writes it to its run-time

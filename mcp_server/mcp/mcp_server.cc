@@ -8,6 +8,7 @@
 
 #include "jsonrpc/errors.h"
 #include "jsonrpc/protocol_era.h"
+#include "mcp/input_required.h"
 #include "mcp/parked_request.h"
 #include "mcp/tool_wire.h"
 
@@ -29,17 +30,6 @@ bool batchHoldsModernRequest(const json& message) {
          });
 }
 
-// What both eras declare; 2025 adds its tasks, 2026-07-28 has them as an extension (not offered).
-json commonCapabilities() {
-  return {{"tools", {{"listChanged", false}}},
-          {"resources", {{"subscribe", false}, {"listChanged", false}}},
-          {"logging", json::object()}};
-}
-
-json serverInfo() {
-  return {{"name", kServerName}, {"title", "Sandbox MCP"}, {"version", kServerVersion}};
-}
-
 const char* kInstructions =
     "Runs code in isolated, network-less sandboxes (Docker + gVisor). run_code executes Python "
     "(or JavaScript with language \"javascript\") and keeps state per session (variables "
@@ -53,6 +43,14 @@ const char* kInstructions =
     "run_code and run_shell as tasks (tasks/get, tasks/result, tasks/cancel) that outlive a "
     "request timeout. Sandboxes have no network access and cannot install packages from the "
     "internet.";
+
+// The product's identity where the features name none.
+ServerFeatures withIdentity(ServerFeatures features) {
+  if (features.identity.name.empty()) {
+    features.identity = {kServerName, "Sandbox MCP", kServerVersion, kInstructions};
+  }
+  return features;
+}
 
 // The line a tools/call waits in: the sandbox session its arguments name; empty for none.
 std::string sessionKey(const json& params) {
@@ -81,26 +79,41 @@ bool isSupportedProtocolVersion(const std::string& version) {
   return false;
 }
 
+McpServer::McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
+                     const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics,
+                     ServerFeatures features)
+    : config_(config),
+      sessions_(sessions),
+      tools_(tools),
+      metrics_(metrics),
+      features_(withIdentity(std::move(features))),
+      task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
+      task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {}
+
 std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
   return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_, metrics_,
-                                       &announcements_, &task_result_bytes_);
+                                       &announcements_, &task_result_bytes_, &features_, &seal_);
 }
 
 McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
                          server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                          server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics,
-                         Announcements* announcements, ResultBytes* task_result_bytes)
+                         Announcements* announcements, ResultBytes* task_result_bytes,
+                         const ServerFeatures* features, const RequestStateSeal* seal)
     : owner_(std::move(owner)),
       config_(config),
       sessions_(sessions),
       tools_(tools),
       metrics_(metrics),
       announcements_(announcements),
+      features_(withIdentity(features != nullptr ? *features : ServerFeatures{})),
+      own_seal_(seal == nullptr ? std::make_unique<RequestStateSeal>() : nullptr),
+      seal_(seal != nullptr ? *seal : *own_seal_),
       resources_(sessions, config),
       tasks_(owner_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
-  dispatcher_.onRequest("server/discover", [](const json&, auto&) { return discover(); });
+  dispatcher_.onRequest("server/discover", [this](const json&, auto&) { return discover(); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
   dispatcher_.onRequest("tools/list", [this](const json& params, auto&) {
     requireInitialized(params);
@@ -109,25 +122,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
   dispatcher_.onRequest("tools/call", [this](const json& params, jsonrpc::CallContext& call) {
     return callTool(params, call);
   });
-  dispatcher_.onRequest("resources/templates/list", [this](const json& params, auto&) {
-    requireInitialized(params);
-    return era::cacheable(resources_.listTemplates(), era::kStaticTtlMs, "public");
-  });
-  // A session's files change under the client: cache nothing, and only for this caller.
-  dispatcher_.onRequest("resources/list", [this](const json& params, auto&) {
-    requireInitialized(params);
-    return era::cacheable(resources_.list(owner_), 0, "private");
-  });
-  dispatcher_.onRequest("resources/read", [this](const json& params, auto&) {
-    requireInitialized(params);
-    try {
-      return era::cacheable(resources_.read(owner_, params), 0, "private");
-    } catch (const jsonrpc::Error& e) {
-      // 2026-07-28 (SEP-2164) answers a missing resource with -32602, not 2025's -32002.
-      if (e.code() != kResourceNotFound || !era::isModern(params)) throw;
-      throw jsonrpc::Error(jsonrpc::kInvalidParams, e.what(), e.data());
-    }
-  });
+  registerCatalogMethods();
   dispatcher_.onRequest("logging/setLevel",
                         [this](const json& params, auto&) { return setLogLevel(params); });
   registerTaskMethods();
@@ -159,7 +154,9 @@ std::shared_ptr<CancelToken> McpEndpoint::admit(const json& message) {
   const auto id = message.find("id");
   const auto method = message.find("method");
   if (id == message.end() || method == message.end()) return nullptr;
-  if (*method != "tools/call" && *method != "tasks/result") return nullptr;
+  if (*method != "tools/call" && *method != "tasks/result" && *method != "subscriptions/listen") {
+    return nullptr;
+  }
   return requests_.admit(*id);
 }
 
@@ -184,23 +181,33 @@ json McpEndpoint::initialize(const json& params) {
   const auto client = params.value("clientInfo", json::object());
   spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
                client.value("version", "?"), version);
-  json capabilities = commonCapabilities();
+  json capabilities = this->capabilities();
   capabilities["tasks"] = {{"list", json::object()},
                            {"cancel", json::object()},
                            {"requests", {{"tools", {{"call", json::object()}}}}}};
-  return json{{"protocolVersion", version},
+  json result{{"protocolVersion", version},
               {"capabilities", std::move(capabilities)},
-              {"serverInfo", serverInfo()},
-              {"instructions", kInstructions}};
+              {"serverInfo", serverInfo()}};
+  if (!instructions().empty()) result["instructions"] = instructions();
+  return result;
 }
 
-json McpEndpoint::discover() {
+json McpEndpoint::discover() const {
   json result{{"supportedVersions", era::supportedVersions()},
-              {"capabilities", commonCapabilities()},
-              {"instructions", kInstructions},
+              {"capabilities", capabilities()},
               {"_meta", {{era::kServerInfoKey, serverInfo()}}}};
+  if (!instructions().empty()) result["instructions"] = instructions();
   return era::cacheable(std::move(result), era::kStaticTtlMs, "public");
 }
+
+json McpEndpoint::serverInfo() const {
+  const ServerIdentity& identity = features_.identity;
+  json info{{"name", identity.name}, {"version", identity.version}};
+  if (!identity.title.empty()) info["title"] = identity.title;
+  return info;
+}
+
+const std::string& McpEndpoint::instructions() const { return features_.identity.instructions; }
 
 void McpEndpoint::requireInitialized(const json& params) const {
   if (era::isModern(params)) return;  // 2026-07-28: every request carries what initialize did
@@ -239,6 +246,18 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (tool == nullptr) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "Unknown tool: " + name->get<std::string>() +
                                                       " (available: " + tools_.names() + ")");
+  }
+  if (era::isModern(params)) {
+    const json missing =
+        missingCapabilities(tool->spec.required_client_capabilities, declaredCapabilities(params));
+    if (!missing.empty()) {
+      throw jsonrpc::Error(era::kMissingRequiredClientCapability,
+                           tool->spec.name +
+                               " needs client capabilities this request does not "
+                               "declare in params._meta[\"" +
+                               std::string(era::kClientCapabilitiesKey) + "\"]",
+                           json{{"requiredCapabilities", missing}});
+    }
   }
   const auto token = cancelTokenFor(call);
   // Wait for earlier calls and tasks naming the same session (the transport keeps arrival order).
@@ -298,18 +317,33 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
     }));
   }
   RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput(params));
-  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_};
+  const std::string purpose = "tools/call:" + tool.spec.name;
+  const tools::ToolInputs inputs =
+      era::isModern(params) ? requestInputs(params, seal_, owner_, purpose) : tools::ToolInputs{};
+  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_, &inputs};
   const auto started = std::chrono::steady_clock::now();
   tools::ToolResult result = tools::callTool(tool, arguments, ctx);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool.spec.name, ms,
                 result.is_error);
+  if (!result.input_requests.empty()) return inputRequired(result, params, purpose);
   result.meta[std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
   if (result.is_error) {
     clientLog(transport, params, "warning", tool.spec.name + " failed: " + result.text);
   }
   return toCallResult(std::move(result));
+}
+
+json McpEndpoint::inputRequired(const tools::ToolResult& result, const json& params,
+                                const std::string& purpose) const {
+  if (!era::isModern(params)) {
+    return toCallResult(tools::ToolResult::failure(
+        "This call needs input from the client (MCP 2026-07-28 input-required results); "
+        "connect with a 2026-07-28 client to use it"));
+  }
+  return inputRequiredResult(result.input_requests, result.request_state,
+                             declaredCapabilities(params), seal_, owner_, purpose);
 }
 
 json McpEndpoint::progressToken(const json& params) {

@@ -15,6 +15,8 @@
 #include "jsonrpc/endpoint.h"
 #include "mcp/announcements.h"
 #include "mcp/cancellable_requests.h"
+#include "mcp/request_state.h"
+#include "mcp/server_features.h"
 #include "mcp/session_lanes.h"
 #include "mcp/session_resources.h"
 #include "mcp/task_runner.h"
@@ -31,14 +33,11 @@ inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
 class McpServer : public jsonrpc::EndpointFactory {
  public:
   // `metrics`, when set, counts every tool call (GET /metrics); it must outlive the server.
+  // `features`: what the server offers beside its tools (server_features.h); the product's
+  // identity when left empty.
   McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
-            const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr)
-      : config_(config),
-        sessions_(sessions),
-        tools_(tools),
-        metrics_(metrics),
-        task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
-        task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {}
+            const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr,
+            ServerFeatures features = {});
 
   std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
 
@@ -56,6 +55,8 @@ class McpServer : public jsonrpc::EndpointFactory {
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
   const tools::ToolMetrics* metrics_;
+  ServerFeatures features_;
+  RequestStateSeal seal_;  // one key per process: input-required states of every endpoint
   Announcements announcements_;
   server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
   ResultBytes task_result_bytes_;        // task results all clients keep
@@ -66,7 +67,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
   McpEndpoint(std::string owner, const config::ServerConfig& config,
               server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
               server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics = nullptr,
-              Announcements* announcements = nullptr, ResultBytes* task_result_bytes = nullptr);
+              Announcements* announcements = nullptr, ResultBytes* task_result_bytes = nullptr,
+              const ServerFeatures* features = nullptr, const RequestStateSeal* seal = nullptr);
   ~McpEndpoint() override;
 
   std::optional<jsonrpc::json> handle(const jsonrpc::json& message,
@@ -81,7 +83,25 @@ class McpEndpoint : public jsonrpc::Endpoint {
  private:
   jsonrpc::json initialize(const jsonrpc::json& params);
   // server/discover (2026-07-28): versions, capabilities, instructions; serverInfo in _meta.
-  [[nodiscard]] static jsonrpc::json discover();
+  [[nodiscard]] jsonrpc::json discover() const;
+  // What both eras declare: exactly what this server has (2025 adds its tasks).
+  [[nodiscard]] jsonrpc::json capabilities() const;
+  [[nodiscard]] jsonrpc::json serverInfo() const;
+  [[nodiscard]] const std::string& instructions() const;
+  // prompts/*, completion/complete, resources/* (the catalog's and the sessions'),
+  // subscriptions/listen: mcp_catalogs.cc.
+  void registerCatalogMethods();
+  [[nodiscard]] jsonrpc::json listResources(const jsonrpc::json& params);
+  [[nodiscard]] jsonrpc::json listResourceTemplates(const jsonrpc::json& params);
+  [[nodiscard]] jsonrpc::json readResource(const jsonrpc::json& params);
+  [[nodiscard]] jsonrpc::json getPrompt(const jsonrpc::json& params);
+  // Opens a listen stream: the ack first, then the changes it asked for, until the client
+  // closes it (HTTP: hangs up; stdio: notifications/cancelled) or the endpoint closes.
+  jsonrpc::json listen(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  // A tool's input-required answer (2026-07-28), or its refusal for a 2025 request.
+  [[nodiscard]] jsonrpc::json inputRequired(const tools::ToolResult& result,
+                                            const jsonrpc::json& params,
+                                            const std::string& purpose) const;
   jsonrpc::json callTool(const jsonrpc::json& params, jsonrpc::CallContext& call);
   // A tools/call behind an earlier call or task to the same session: parked without a thread
   // until its turn, then run on a transport worker and answered through `reply`.
@@ -124,6 +144,9 @@ class McpEndpoint : public jsonrpc::Endpoint {
   const tools::ToolRegistry& tools_;
   const tools::ToolMetrics* metrics_;
   Announcements* announcements_;
+  const ServerFeatures features_;
+  std::unique_ptr<RequestStateSeal> own_seal_;  // when constructed without the server's
+  const RequestStateSeal& seal_;
   SessionResources resources_;
   jsonrpc::Dispatcher dispatcher_;
 

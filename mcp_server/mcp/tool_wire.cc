@@ -5,8 +5,11 @@ namespace mcp {
 using nlohmann::json;
 
 json toCallResult(tools::ToolResult result) {
-  // Moved, not copied: a result may hold a whole file.
-  json content = json::array({{{"type", "text"}, {"text", std::move(result.text)}}});
+  // Moved, not copied: a result may hold a whole file. No empty text block before other content.
+  json content = json::array();
+  if (!result.text.empty() || result.extra_content.empty()) {
+    content.push_back({{"type", "text"}, {"text", std::move(result.text)}});
+  }
   for (auto& block : result.extra_content) content.push_back(std::move(block));
   // resultType: required by 2026-07-28 on every result; a 2025 client ignores it.
   json out{
@@ -23,6 +26,17 @@ void RequestUpdates::progress(std::uint64_t progress, std::string message) {
                {"params",
                 {{"progressToken", progress_token_},
                  {"progress", progress},
+                 {"message", std::move(message)}}}});
+}
+
+void RequestUpdates::progressOf(std::uint64_t progress, std::uint64_t total, std::string message) {
+  if (!wantsProgress()) return;
+  notify_(json{{"jsonrpc", "2.0"},
+               {"method", "notifications/progress"},
+               {"params",
+                {{"progressToken", progress_token_},
+                 {"progress", progress},
+                 {"total", total},
                  {"message", std::move(message)}}}});
 }
 

@@ -13,8 +13,8 @@
 
 namespace mcp {
 
-// content (a text block, then extra_content) + structuredContent (unless isError) + isError,
-// and _meta when the result has any.
+// content (a text block unless it is empty and extra_content is not, then extra_content) +
+// structuredContent (unless isError) + isError, and _meta when the result has any.
 [[nodiscard]] nlohmann::json toCallResult(tools::ToolResult result);
 
 // ClientUpdates of one request: progress() as notifications/progress carrying the request's
@@ -35,6 +35,7 @@ class RequestUpdates final : public tools::ClientUpdates {
   }
   [[nodiscard]] bool wantsLogs() const noexcept override { return notify_ && logs_; }
   void progress(std::uint64_t progress, std::string message) override;
+  void progressOf(std::uint64_t progress, std::uint64_t total, std::string message) override;
   void log(std::string_view logger, std::string_view text) override;
 
  private:

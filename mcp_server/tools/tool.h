@@ -32,6 +32,9 @@ struct ToolSpec {
   json output_schema;
   json annotations = json::object();
   TaskSupport task_support = TaskSupport::kForbidden;
+  // Client capabilities a call needs (e.g. {"sampling": {}}): a 2026-07-28 request that does not
+  // declare them all is refused with -32021 before the handler runs. Empty: none.
+  json required_client_capabilities = json::object();
 };
 
 // The _meta key of a result's timing breakdown: server_ms (the tool call in the server), and for
@@ -47,6 +50,18 @@ struct ToolResult {
   // The result's _meta (e.g. "sandbox-mcp/timing"); sent when not empty, also with an error.
   json meta = json::object();
   bool is_error = false;
+  // MCP 2026-07-28 input-required result (MRTR): when not empty, the call is answered with these
+  // requests to the client (key -> {"method", "params"}) instead of content, and `request_state`
+  // (any JSON, null: none) comes back sealed against tampering in the retry's ToolInputs::state.
+  json input_requests = json::object();
+  json request_state = nullptr;
+
+  [[nodiscard]] static ToolResult inputRequired(json requests, json state = nullptr) {
+    ToolResult result;
+    result.input_requests = std::move(requests);
+    result.request_state = std::move(state);
+    return result;
+  }
 
   [[nodiscard]] static ToolResult failure(std::string message) {
     ToolResult result;
@@ -69,8 +84,21 @@ class ClientUpdates {
   [[nodiscard]] virtual bool wantsLogs() const noexcept = 0;
   // `progress` must grow with every call; the total is unknown while the tool runs.
   virtual void progress(std::uint64_t progress, std::string message) = 0;
+  // The same with a known total (e.g. 50 of 100); by default the total is left out.
+  virtual void progressOf(std::uint64_t progress, std::uint64_t /*total*/, std::string message) {
+    this->progress(progress, std::move(message));
+  }
   // One log line at level info from `logger` (e.g. "stdout", "stderr").
   virtual void log(std::string_view logger, std::string_view text) = 0;
+};
+
+// What a 2026-07-28 request brings beside its arguments: the capabilities it declares, and on a
+// retry after an input-required result, the client's answers and the tool's own state (verified:
+// the MCP layer refuses a tampered one). Empty objects / null for a 2025 request.
+struct ToolInputs {
+  json client_capabilities = json::object();
+  json responses = json::object();  // params.inputResponses
+  json state = nullptr;             // the request_state the tool returned last round
 };
 
 // Everything a handler may use; owned by the caller for the duration of the call.
@@ -83,6 +111,7 @@ struct ToolContext {
   const config::ServerConfig& config;
   ClientUpdates& updates;
   const ToolMetrics* metrics = nullptr;  // callTool() records each call here; null: not counted
+  const ToolInputs* inputs = nullptr;    // null: none (a 2025 request, a task)
 };
 
 using ToolHandler = std::function<ToolResult(const json& arguments, ToolContext& ctx)>;

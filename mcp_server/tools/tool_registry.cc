@@ -36,8 +36,8 @@ json ToolRegistry::list() const {
     json entry{{"name", tool.spec.name},
                {"title", tool.spec.title},
                {"description", tool.spec.description},
-               {"inputSchema", tool.spec.input_schema},
-               {"outputSchema", tool.spec.output_schema}};
+               {"inputSchema", tool.spec.input_schema}};
+    if (!tool.spec.output_schema.is_null()) entry["outputSchema"] = tool.spec.output_schema;
     if (!tool.spec.annotations.empty()) entry["annotations"] = tool.spec.annotations;
     entry["execution"] = {{"taskSupport", tool.spec.task_support == TaskSupport::kOptional
                                               ? "optional"
