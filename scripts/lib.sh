@@ -191,8 +191,15 @@ build_sidecar_image() {
 }
 
 # --- install_node_deps -----------------------------------------------------------------------
+# tests/e2e: the official MCP clients and servers; tests/conformance: the official conformance
+# suite and the Node 22 it needs (an npm package: the machine's node may be older).
 install_node_deps() {
-  local dir="${SANDBOX_REPO_ROOT}/tests/e2e"
+  install_node_deps_in "${SANDBOX_REPO_ROOT}/tests/e2e"
+  install_node_deps_in "${SANDBOX_REPO_ROOT}/tests/conformance"
+}
+
+install_node_deps_in() {
+  local dir="$1"
   log_step "install_node_deps (${dir#"${SANDBOX_REPO_ROOT}"/})"
   [[ -f "${dir}/package.json" ]] || die "${dir}/package.json is missing"
   local stamp="${dir}/node_modules/.sandbox-mcp-deps.sha256"

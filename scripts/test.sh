@@ -183,6 +183,7 @@ main() {
   [[ -s "${before}" ]] &&
     log_warn "$(wc -l <"${before}") ${MANAGED_LABEL} container(s) existed before the tests; they are ignored"
 
+  rm -f "${SANDBOX_REPO_ROOT}/build/${PRESET}/conformance-totals.txt" # written by e2e_conformance
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
   run_ctest unit 2 -L '^unit$'
   run_ctest integration 1 -L '^integration$'
@@ -201,6 +202,9 @@ main() {
   local passed failed skipped
   read -r passed failed skipped < <(count_results)
   log_step "results"
+  # tests/conformance/run_conformance.mjs (e2e_conformance) writes the suite's totals.
+  local totals="${SANDBOX_REPO_ROOT}/build/${PRESET}/conformance-totals.txt"
+  [[ -f "${totals}" ]] && cat "${totals}"
   ((skipped == 0)) ||
     log_warn "${skipped} test(s) skipped; under this command nothing may skip, so they count as failed"
   printf '%d passed, %d failed\n' "${passed}" "$((failed + skipped))"
