@@ -60,6 +60,7 @@ target_link_libraries(mcp_tools
 # logging, cancellation; McpServer is the EndpointFactory the transports serve.
 add_library(mcp_protocol STATIC
   mcp/cancellable_requests.cc
+  mcp/client_requests.cc
   mcp/completions.cc
   mcp/input_required.cc
   mcp/mcp_catalogs.cc

@@ -12,7 +12,7 @@ namespace {
 
 bool isValidId(const json& id) { return id.is_string() || id.is_number_integer(); }
 
-// Client->server responses (to server requests we never send) carry result/error, no method.
+// Client->server responses (to requests the server sent) carry result/error, no method.
 bool isResponse(const json& message) {
   return !message.contains("method") && (message.contains("result") || message.contains("error"));
 }
@@ -53,6 +53,10 @@ void Dispatcher::onRequest(const std::string& method, RequestHandler handler) {
   requests_[method] = std::move(handler);
 }
 
+void Dispatcher::onResponse(std::function<void(const json& response)> handler) {
+  responses_ = std::move(handler);
+}
+
 void Dispatcher::onNotification(const std::string& method, NotificationHandler handler) {
   notifications_[method] = std::move(handler);
 }
@@ -72,7 +76,10 @@ std::optional<json> Dispatcher::handle(const json& message, RequestContext& ctx)
 
 std::optional<json> Dispatcher::handleOne(const json& message, RequestContext& ctx,
                                           bool in_batch) const {
-  if (message.is_object() && isResponse(message)) return std::nullopt;
+  if (message.is_object() && isResponse(message)) {
+    if (responses_) responses_(message);
+    return std::nullopt;
+  }
   if (auto problem = describeEnvelopeProblem(message); !problem.empty()) {
     json id = nullptr;
     if (message.is_object() && message.contains("id") && isValidId(message["id"])) {

@@ -42,6 +42,8 @@ class Dispatcher {
 
   void onRequest(const std::string& method, RequestHandler handler);
   void onNotification(const std::string& method, NotificationHandler handler);
+  // Client->server responses (to requests the server sent the client): passed here, else dropped.
+  void onResponse(std::function<void(const json& response)> handler);
 
   // One message or a batch. nullopt means write nothing (notifications, client responses).
   [[nodiscard]] std::optional<json> handle(const json& message, RequestContext& ctx) const;
@@ -52,6 +54,7 @@ class Dispatcher {
 
   std::unordered_map<std::string, RequestHandler> requests_;
   std::unordered_map<std::string, NotificationHandler> notifications_;
+  std::function<void(const json& response)> responses_;
 };
 
 [[nodiscard]] json makeResult(const json& id, json result);

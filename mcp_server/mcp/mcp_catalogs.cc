@@ -66,6 +66,15 @@ void McpEndpoint::registerCatalogMethods() {
         "subscriptions/listen",
         [this](const json& params, jsonrpc::CallContext& call) { return listen(params, call); });
   }
+  if (features_.subscriptions != nullptr && features_.subscriptions->offered().resource_updates) {
+    dispatcher_.onRequest("resources/subscribe",
+                          [this](const json& params, jsonrpc::CallContext& call) {
+                            return subscribeResource(params, call);
+                          });
+    dispatcher_.onRequest("resources/unsubscribe", [this](const json& params, auto&) {
+      return unsubscribeResource(params);
+    });
+  }
 }
 
 // The catalog's resources never change while the server runs; a session's files do, so a list
@@ -185,6 +194,54 @@ json McpEndpoint::listen(const json& params, jsonrpc::CallContext& call) {
                   });
                 });
   return json();
+}
+
+namespace {
+
+std::string subscribedUri(const json& params, const char* method) {
+  const json uri = params.value("uri", json());
+  if (!uri.is_string() || uri.get_ref<const std::string&>().empty()) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams,
+                         std::string(method) + " needs params.uri (a resource's URI)");
+  }
+  return uri.get<std::string>();
+}
+
+}  // namespace
+
+json McpEndpoint::subscribeResource(const json& params, jsonrpc::CallContext& call) {
+  requireInitialized(params);
+  const std::string uri = subscribedUri(params, "resources/subscribe");
+  ListenFilter filter;
+  filter.resource_uris.insert(uri);
+  auto notify = call.transport.notify_outlives_request ? call.transport.notify : nullptr;
+  const std::uint64_t key =
+      features_.subscriptions->listen(call.id, std::move(filter), [notify](const json& message) {
+        if (notify) notify(message);
+      });
+  std::lock_guard lock(mutex_);
+  if (const auto old = resource_subscriptions_.find(uri); old != resource_subscriptions_.end()) {
+    features_.subscriptions->stop(old->second);
+  }
+  resource_subscriptions_[uri] = key;
+  return json{{"resultType", "complete"}};
+}
+
+json McpEndpoint::unsubscribeResource(const json& params) {
+  requireInitialized(params);
+  const std::string uri = subscribedUri(params, "resources/unsubscribe");
+  std::lock_guard lock(mutex_);
+  if (const auto it = resource_subscriptions_.find(uri); it != resource_subscriptions_.end()) {
+    features_.subscriptions->stop(it->second);
+    resource_subscriptions_.erase(it);
+  }
+  return json{{"resultType", "complete"}};
+}
+
+void McpEndpoint::stopResourceSubscriptions() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [uri, key] : resource_subscriptions_) features_.subscriptions->stop(key);
+  resource_subscriptions_.clear();
 }
 
 }  // namespace mcp

@@ -23,6 +23,9 @@ constexpr const char* kServerVersion = "0.1.0";
 
 using era::logLevelIndex;
 
+// How long a tool waits for its client to answer a request (a person may be filling a form).
+constexpr std::chrono::minutes kClientAnswerTimeout{5};
+
 // A batch holding a 2026-07-28 request: that revision has no batches.
 bool batchHoldsModernRequest(const json& message) {
   return message.is_array() && std::any_of(message.begin(), message.end(), [](const json& item) {
@@ -126,6 +129,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
   dispatcher_.onRequest("logging/setLevel",
                         [this](const json& params, auto&) { return setLogLevel(params); });
   registerTaskMethods();
+  dispatcher_.onResponse([this](const json& response) { client_requests_.deliver(response); });
   dispatcher_.onNotification("notifications/initialized", [](const json&, auto&) {});
   dispatcher_.onNotification("notifications/cancelled",
                              [this](const json& params, auto&) { cancelled(params); });
@@ -177,6 +181,8 @@ json McpEndpoint::initialize(const json& params) {
   {
     std::lock_guard lock(mutex_);
     protocol_version_ = version;
+    const json declared = params.value("capabilities", json::object());
+    client_capabilities_ = declared.is_object() ? declared : json::object();
   }
   const auto client = params.value("clientInfo", json::object());
   spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
@@ -317,6 +323,7 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
     }));
   }
   RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput(params));
+  letToolsAsk(updates, params, cancel, transport);
   const std::string purpose = "tools/call:" + tool.spec.name;
   const tools::ToolInputs inputs =
       era::isModern(params) ? requestInputs(params, seal_, owner_, purpose) : tools::ToolInputs{};
@@ -333,6 +340,23 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
     clientLog(transport, params, "warning", tool.spec.name + " failed: " + result.text);
   }
   return toCallResult(std::move(result));
+}
+
+void McpEndpoint::letToolsAsk(RequestUpdates& updates, const json& params, CancelToken& cancel,
+                              const jsonrpc::RequestContext& transport) {
+  if (era::isModern(params) || !transport.notify) return;
+  updates.setAsk([this, &cancel, send = transport.notify](
+                     const std::string& method, const json& request) -> std::optional<json> {
+    const char* capability = method == "sampling/createMessage" ? "sampling"
+                             : method == "elicitation/create"   ? "elicitation"
+                             : method == "roots/list"           ? "roots"
+                                                                : nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (capability == nullptr || !client_capabilities_.contains(capability)) return std::nullopt;
+    }
+    return client_requests_.ask(send, method, request, cancel, kClientAnswerTimeout);
+  });
 }
 
 json McpEndpoint::inputRequired(const tools::ToolResult& result, const json& params,
@@ -422,7 +446,9 @@ void McpEndpoint::close() {
     closed_ = true;
   }
   requests_.closeAll();  // running requests, and admitted ones still waiting for their turn
-  tasks_.shutdown();     // cancels and joins the connection's tasks before their sessions go
+  client_requests_.closeAll();
+  stopResourceSubscriptions();
+  tasks_.shutdown();  // cancels and joins the connection's tasks before their sessions go
   sessions_.closeOwner(owner_);
 }
 

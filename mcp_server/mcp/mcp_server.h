@@ -5,6 +5,7 @@
 // whose sandbox sessions belong to it alone. Thread-safe.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,11 +16,13 @@
 #include "jsonrpc/endpoint.h"
 #include "mcp/announcements.h"
 #include "mcp/cancellable_requests.h"
+#include "mcp/client_requests.h"
 #include "mcp/request_state.h"
 #include "mcp/server_features.h"
 #include "mcp/session_lanes.h"
 #include "mcp/session_resources.h"
 #include "mcp/task_runner.h"
+#include "mcp/tool_wire.h"
 #include "server/execution_slots.h"
 #include "server/session_registry.h"
 #include "tools/tool_metrics.h"
@@ -98,6 +101,16 @@ class McpEndpoint : public jsonrpc::Endpoint {
   // Opens a listen stream: the ack first, then the changes it asked for, until the client
   // closes it (HTTP: hangs up; stdio: notifications/cancelled) or the endpoint closes.
   jsonrpc::json listen(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  // 2025 resources/subscribe and unsubscribe: notifications/resources/updated for the URI go on
+  // the subscribing request's notify while it outlives the request (stdio); Streamable HTTP has
+  // no standalone stream here to carry them.
+  jsonrpc::json subscribeResource(const jsonrpc::json& params, jsonrpc::CallContext& call);
+  jsonrpc::json unsubscribeResource(const jsonrpc::json& params);
+  void stopResourceSubscriptions();
+  // How a 2025 tools/call's tool asks its client (RequestUpdates::setAsk); unset for a modern
+  // request (input-required results instead) and where nothing can carry a request.
+  void letToolsAsk(RequestUpdates& updates, const jsonrpc::json& params, CancelToken& cancel,
+                   const jsonrpc::RequestContext& transport);
   // A tool's input-required answer (2026-07-28), or its refusal for a 2025 request.
   [[nodiscard]] jsonrpc::json inputRequired(const tools::ToolResult& result,
                                             const jsonrpc::json& params,
@@ -152,9 +165,12 @@ class McpEndpoint : public jsonrpc::Endpoint {
 
   mutable std::mutex mutex_;
   std::string protocol_version_;
+  jsonrpc::json client_capabilities_ = jsonrpc::json::object();  // from initialize (2025)
+  std::map<std::string, std::uint64_t> resource_subscriptions_;  // 2025: URI -> Subscriptions key
   int client_log_level_ = -1;  // index into the MCP levels; -1 until logging/setLevel
   bool closed_ = false;
-  CancellableRequests requests_;  // what notifications/cancelled and close() can reach
+  CancellableRequests requests_;    // what notifications/cancelled and close() can reach
+  ClientRequests client_requests_;  // what a 2025 tools/call asks its client
 
   SessionLanes lanes_;  // executions naming one session run one at a time, tasks included
   // Last: destroyed first, so no task thread outlives the members it uses.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,8 +38,18 @@ class RequestUpdates final : public tools::ClientUpdates {
   void progress(std::uint64_t progress, std::string message) override;
   void progressOf(std::uint64_t progress, std::uint64_t total, std::string message) override;
   void log(std::string_view logger, std::string_view text) override;
+  [[nodiscard]] std::optional<nlohmann::json> askClient(const std::string& method,
+                                                        const nlohmann::json& params) override {
+    return ask_ ? ask_(method, params) : std::nullopt;
+  }
+
+  // How askClient() reaches the client; unset: it cannot be asked.
+  using Ask = std::function<std::optional<nlohmann::json>(const std::string& method,
+                                                          const nlohmann::json& params)>;
+  void setAsk(Ask ask) { ask_ = std::move(ask); }
 
  private:
+  Ask ask_;
   const Notify notify_;
   const nlohmann::json progress_token_;
   const bool logs_;

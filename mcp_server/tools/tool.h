@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -90,6 +91,15 @@ class ClientUpdates {
   }
   // One log line at level info from `logger` (e.g. "stdout", "stderr").
   virtual void log(std::string_view logger, std::string_view text) = 0;
+  // Asks the client (a 2025 session: sampling/createMessage, elicitation/create, roots/list) and
+  // waits for its result. nullopt: it cannot be asked (it did not declare the capability, or the
+  // request is a 2026-07-28 one, which asks through an input-required result instead). Throws
+  // std::runtime_error when the client answers with an error, the call is cancelled or no answer
+  // comes in time.
+  [[nodiscard]] virtual std::optional<json> askClient(const std::string& /*method*/,
+                                                      const json& /*params*/) {
+    return std::nullopt;
+  }
 };
 
 // What a 2026-07-28 request brings beside its arguments: the capabilities it declares, and on a

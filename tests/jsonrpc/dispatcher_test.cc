@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "jsonrpc/errors.h"
 
 namespace {
@@ -149,6 +151,24 @@ TEST(DispatcherAnswerLater, BatchElementsAndTransportsWithoutItAnswerNow) {
       dispatcher.handle(json::array({{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "wait"}}}), ctx);
   ASSERT_TRUE(batch);
   EXPECT_EQ((*batch)[0]["result"]["later"], false);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Dispatcher, ClientResponsesGoToTheResponseHandler) {
+  jsonrpc::Dispatcher dispatcher;
+  std::vector<jsonrpc::json> responses;
+  dispatcher.onResponse([&](const jsonrpc::json& response) { responses.push_back(response); });
+  jsonrpc::RequestContext ctx;
+  EXPECT_FALSE(
+      dispatcher.handle({{"jsonrpc", "2.0"}, {"id", "s-1"}, {"result", {{"ok", true}}}}, ctx));
+  EXPECT_FALSE(dispatcher.handle(
+      {{"jsonrpc", "2.0"}, {"id", "s-2"}, {"error", {{"code", -1}, {"message", "no"}}}}, ctx));
+  ASSERT_EQ(responses.size(), 2u);
+  EXPECT_EQ(responses[0]["id"], "s-1");
+  EXPECT_EQ(responses[1]["error"]["message"], "no");
 }
 
 }  // namespace

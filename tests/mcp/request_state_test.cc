@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const mcp::RequestStateSeal::Clock::time_point kNow{seconds(1'800'000'000)};
+constexpr mcp::RequestStateSeal::Clock::time_point kNow{seconds(1'800'000'000)};
 
 TEST(RequestState, OpensWhatItSealedForTheSameOwnerAndPurpose) {
   const mcp::RequestStateSeal seal("key");
