@@ -85,11 +85,12 @@ int main(int argc, char** argv) {
   server::SessionRegistry sessions(config,
                                    std::make_unique<server::SessionFactory>(config, backend));
 
-  mcp::Subscriptions subscriptions(mcp::Announceable{true, true, false, false});
+  mcp::Subscriptions subscriptions(mcp::Announceable{true, true, false, true});
   tools::ToolRegistry tools;
   conformance::registerContentTools(tools);
   conformance::registerStatelessTools(tools, subscriptions);
   conformance::registerInputRequiredTools(tools);
+  conformance::registerClientRequestTools(tools);
   mcp::PromptCatalog prompts;
   conformance::registerPrompts(prompts);
   mcp::ResourceCatalog resources;

@@ -102,6 +102,16 @@ void registerResources(mcp::ResourceCatalog& resources) {
       [](const std::string& uri) {
         return json::array({{{"uri", uri}, {"mimeType", "image/png"}, {"blob", kPngBase64}}});
       }});
+  resources.add(mcp::FixedResource{
+      {{"uri", "test://watched-resource"},
+       {"name", "watched-resource"},
+       {"title", "Watched Resource"},
+       {"description", "A resource clients may subscribe to"},
+       {"mimeType", "text/plain"}},
+      [](const std::string& uri) {
+        return json::array(
+            {{{"uri", uri}, {"mimeType", "text/plain"}, {"text", "Watched resource content"}}});
+      }});
   resources.add(mcp::TemplateResource{
       {{"uriTemplate", "test://template/{id}/data"},
        {"name", "template"},

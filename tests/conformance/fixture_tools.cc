@@ -132,6 +132,36 @@ void registerStatelessTools(tools::ToolRegistry& registry, mcp::Subscriptions& s
       {"type", "object"},
       {"properties", {{"region", {{"type", "string"}, {"x-mcp-header", "Region"}}}}}};
   registry.add(std::move(header));
+  // JSON Schema 2020-12 keywords tools/list must pass through untouched (SEP-1613, SEP-2106).
+  Tool schema_2020_12 =
+      tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features (SEP-1613)",
+           [](const json& arguments, ToolContext&) {
+             return text("JSON Schema 2020-12 tool called with: " + arguments.dump());
+           });
+  schema_2020_12.spec.input_schema = {
+      {"$schema", "https://json-schema.org/draft/2020-12/schema"},
+      {"type", "object"},
+      {"$defs",
+       {{"address",
+         {{"$anchor", "addressDef"},
+          {"type", "object"},
+          {"properties", {{"street", {{"type", "string"}}}, {"city", {{"type", "string"}}}}}}}}},
+      {"properties",
+       {{"name", {{"type", "string"}}},
+        {"address", {{"$ref", "#/$defs/address"}}},
+        {"contactMethod", {{"type", "string"}, {"enum", {"phone", "email"}}}},
+        {"phone", {{"type", "string"}}},
+        {"email", {{"type", "string"}}}}},
+      {"allOf",
+       json::array(
+           {{{"anyOf", json::array({{{"required", {"phone"}}}, {{"required", {"email"}}}})}}})},
+      {"if",
+       {{"properties", {{"contactMethod", {{"const", "phone"}}}}},
+        {"required", json::array({"contactMethod"})}}},
+      {"then", {{"required", json::array({"phone"})}}},
+      {"else", {{"required", json::array({"email"})}}},
+      {"additionalProperties", false}};
+  registry.add(std::move(schema_2020_12));
 }
 
 }  // namespace conformance

@@ -24,10 +24,14 @@ inline constexpr const char* kWavBase64 =
 // test_tool_with_logging.
 void registerContentTools(tools::ToolRegistry& registry);
 // 2026-07-28 diagnostics: test_missing_capability, test_streaming_elicitation,
-// test_logging_tool, test_trigger_tool_change, test_trigger_prompt_change, test_header_param.
+// test_logging_tool, test_trigger_tool_change, test_trigger_prompt_change, test_header_param,
+// json_schema_2020_12_tool.
 void registerStatelessTools(tools::ToolRegistry& registry, mcp::Subscriptions& subscriptions);
 // test_input_required_result_*: input-required results (MRTR).
 void registerInputRequiredTools(tools::ToolRegistry& registry);
+// 2025-11-25 tools that ask their client while they run: test_sampling, test_elicitation,
+// test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums.
+void registerClientRequestTools(tools::ToolRegistry& registry);
 
 void registerPrompts(mcp::PromptCatalog& prompts);
 void registerResources(mcp::ResourceCatalog& resources);
