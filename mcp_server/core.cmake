@@ -4,6 +4,7 @@
 add_library(mcp_core STATIC
   config/config.cc
   config/config_to_json.cc
+  config/principals.cc
   config/mcp_sections.cc
   config/sandbox_sections.cc
   config/server_sections.cc

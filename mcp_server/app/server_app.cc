@@ -245,11 +245,18 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
 
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
+  // Minted session ids end with the instance id, as Mcp-Session-Ids do: a front routes by it.
   server::SessionRegistry sessions(
-      cfg, std::make_unique<server::SessionFactory>(cfg, backend, services));
+      cfg, std::make_unique<server::SessionFactory>(cfg, backend, services), backend.instanceId());
   spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
                cfg.sandbox.image);
-  auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics);
+  std::vector<config::Principal> principals;
+  if (!options.tokens_file.empty()) {
+    principals = config::loadPrincipalsFile(options.tokens_file);
+    spdlog::info("{} principal(s) from the tokens file {}", principals.size(), options.tokens_file);
+  }
+  auto protocol =
+      std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics, principals);
   if (cfg.pool.size > 0) {
     spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size)",
                  cfg.pool.size);
@@ -264,9 +271,16 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
         const auto* transport = http_transport.load();
         return transport != nullptr ? static_cast<double>(transport->sessionCount()) : 0.0;
       });
-  Serving serving{cfg,           protocol,         signals,          drain,
-                  fleet,         metrics_registry, server_endpoints, requestWorkers(cfg),
-                  http_transport};
+  Serving serving{cfg,
+                  protocol,
+                  signals,
+                  drain,
+                  fleet,
+                  metrics_registry,
+                  server_endpoints,
+                  requestWorkers(cfg),
+                  http_transport,
+                  principals};
   if (options.mode == Mode::kStdio) {
     serveStdio(serving);
   } else {

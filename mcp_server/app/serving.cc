@@ -95,6 +95,9 @@ void serveStdio(Serving& serving) {
 
 void serveHttp(const CliOptions& options, Serving& serving) {
   auto http = httpOptions(options, serving.config, serving.max_workers);
+  for (const auto& principal : serving.principals) {
+    http.principal_tokens.push_back({principal.name, principal.token});
+  }
   setConnectionBounds(serving.config.http, http);
   http.session_route_tag = serving.fleet.instanceId();
   http.get_endpoints = serving.fleet.handlers();
@@ -115,14 +118,14 @@ void serveHttp(const CliOptions& options, Serving& serving) {
   const bool loopback =
       http.address == "::1" || http.address == "localhost" || http.address.rfind("127.", 0) == 0;
   if (!loopback) {
-    spdlog::warn(
-        "WEAKENED: HTTP listens on {} beyond loopback; every request needs the bearer token",
-        http.address);
+    spdlog::warn("WEAKENED: HTTP listens on {} beyond loopback; every request needs a bearer token",
+                 http.address);
   }
   spdlog::info(
       "serving MCP over Streamable HTTP at http://{}:{}{}{} (and /healthz, /readyz, /metrics)",
       http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,
-      server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
+      server.port(), http.path,
+      http.token.empty() && http.principal_tokens.empty() ? "" : " (bearer token required)");
   server.wait();
   serving.drain.hurry();
   serving.signals.finish();  // joins the drain thread while `server` still exists

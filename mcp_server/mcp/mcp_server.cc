@@ -81,23 +81,42 @@ bool isSupportedProtocolVersion(const std::string& version) {
   return false;
 }
 
-std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
-  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_, metrics_,
-                                       &announcements_, &task_result_bytes_);
+std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner,
+                                                   const jsonrpc::Principal& principal) {
+  return std::make_shared<McpEndpoint>(callerFor(owner, principal), config_, sessions_, tools_,
+                                       task_threads_, metrics_, &announcements_,
+                                       &task_result_bytes_);
 }
 
-McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
+server::Caller McpServer::callerFor(const std::string& owner,
+                                    const jsonrpc::Principal& principal) const {
+  server::Caller caller{owner, owner,
+                        static_cast<std::size_t>(config_.sessions.max_sessions_per_client),
+                        static_cast<std::size_t>(config_.execution.max_concurrent_per_client)};
+  if (!principal.from_tokens_file) return caller;
+  caller.quota_key = "principal:" + principal.name;
+  for (const auto& known : principals_) {
+    if (known.name != principal.name) continue;
+    if (known.max_sessions) caller.max_sessions = static_cast<std::size_t>(*known.max_sessions);
+    if (known.max_concurrent_executions) {
+      caller.max_concurrent_executions = static_cast<std::size_t>(*known.max_concurrent_executions);
+    }
+  }
+  return caller;
+}
+
+McpEndpoint::McpEndpoint(server::Caller caller, const config::ServerConfig& config,
                          server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                          server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics,
                          Announcements* announcements, ResultBytes* task_result_bytes)
-    : owner_(std::move(owner)),
+    : caller_(std::move(caller)),
       config_(config),
       sessions_(sessions),
       tools_(tools),
       metrics_(metrics),
       announcements_(announcements),
       resources_(sessions, config),
-      tasks_(owner_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
+      tasks_(caller_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("server/discover", [](const json&, auto&) { return discover(); });
@@ -116,12 +135,12 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
   // A session's files change under the client: cache nothing, and only for this caller.
   dispatcher_.onRequest("resources/list", [this](const json& params, auto&) {
     requireInitialized(params);
-    return era::cacheable(resources_.list(owner_), 0, "private");
+    return era::cacheable(resources_.list(caller_.owner), 0, "private");
   });
   dispatcher_.onRequest("resources/read", [this](const json& params, auto&) {
     requireInitialized(params);
     try {
-      return era::cacheable(resources_.read(owner_, params), 0, "private");
+      return era::cacheable(resources_.read(caller_.owner, params), 0, "private");
     } catch (const jsonrpc::Error& e) {
       // 2026-07-28 (SEP-2164) answers a missing resource with -32602, not 2025's -32002.
       if (e.code() != kResourceNotFound || !era::isModern(params)) throw;
@@ -298,7 +317,7 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
     }));
   }
   RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput(params));
-  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_};
+  tools::ToolContext ctx{caller_, cancel, sessions_, config_, updates, metrics_};
   const auto started = std::chrono::steady_clock::now();
   tools::ToolResult result = tools::callTool(tool, arguments, ctx);
   const double ms =
@@ -389,7 +408,7 @@ void McpEndpoint::close() {
   }
   requests_.closeAll();  // running requests, and admitted ones still waiting for their turn
   tasks_.shutdown();     // cancels and joins the connection's tasks before their sessions go
-  sessions_.closeOwner(owner_);
+  sessions_.closeOwner(caller_.owner);
 }
 
 McpEndpoint::~McpEndpoint() { tasks_.shutdown(); }

@@ -1,8 +1,10 @@
 // The MCP protocol layer: lifecycle (initialize, ping; server/discover for 2026-07-28 requests,
 // which carry their version and capabilities each: protocol_era.h), tools, tasks,
 // logging/setLevel and cancellation.
-// McpServer is the EndpointFactory transports use; each client connection gets an McpEndpoint
-// whose sandbox sessions belong to it alone. Thread-safe.
+// McpServer is the EndpointFactory transports use; each client connection (and each principal's
+// stateless requests) gets an McpEndpoint whose sandbox sessions belong to it alone; quotas count
+// per connection, or per principal for the tokens file's principals (server/caller.h).
+// Thread-safe.
 #pragma once
 
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "common/cancel_token.h"
 #include "config/config.h"
+#include "config/principals.h"
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
 #include "mcp/announcements.h"
@@ -31,16 +34,24 @@ inline constexpr const char* kLatestProtocolVersion = "2025-11-25";
 class McpServer : public jsonrpc::EndpointFactory {
  public:
   // `metrics`, when set, counts every tool call (GET /metrics); it must outlive the server.
+  // `principals` (the tokens file) give their principals' quotas.
   McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
-            const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr)
+            const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr,
+            std::vector<config::Principal> principals = {})
       : config_(config),
         sessions_(sessions),
         tools_(tools),
         metrics_(metrics),
+        principals_(std::move(principals)),
         task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
         task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {}
 
-  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
+  using jsonrpc::EndpointFactory::open;
+  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner,
+                                          const jsonrpc::Principal& principal) override;
+  // Whose sessions and limits a connection of `principal` under `owner` uses.
+  [[nodiscard]] server::Caller callerFor(const std::string& owner,
+                                         const jsonrpc::Principal& principal) const;
 
   // Sends `text` as a notifications/message warning to the client of every tools/call running
   // now and of every one started later (e.g. the server is draining).
@@ -56,6 +67,7 @@ class McpServer : public jsonrpc::EndpointFactory {
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
   const tools::ToolMetrics* metrics_;
+  const std::vector<config::Principal> principals_;
   Announcements announcements_;
   server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
   ResultBytes task_result_bytes_;        // task results all clients keep
@@ -63,7 +75,7 @@ class McpServer : public jsonrpc::EndpointFactory {
 
 class McpEndpoint : public jsonrpc::Endpoint {
  public:
-  McpEndpoint(std::string owner, const config::ServerConfig& config,
+  McpEndpoint(server::Caller caller, const config::ServerConfig& config,
               server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
               server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics = nullptr,
               Announcements* announcements = nullptr, ResultBytes* task_result_bytes = nullptr);
@@ -118,7 +130,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
   void serverNotice(jsonrpc::RequestContext& ctx, const jsonrpc::json& params,
                     const std::string& text);
 
-  const std::string owner_;
+  const server::Caller caller_;
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;

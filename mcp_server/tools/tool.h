@@ -11,6 +11,7 @@
 
 #include "common/cancel_token.h"
 #include "config/config.h"
+#include "server/caller.h"
 
 namespace server {
 class SessionRegistry;
@@ -77,7 +78,7 @@ class ClientUpdates {
 class ToolMetrics;
 
 struct ToolContext {
-  const std::string& owner;  // the MCP client connection; sessions are scoped to it
+  const server::Caller& caller;  // whose sessions the call reaches, and whose limits it uses
   CancelToken& cancel;
   server::SessionRegistry& sessions;
   const config::ServerConfig& config;
