@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "app/cli_options.h"
@@ -30,6 +31,8 @@ struct Serving {
   std::size_t max_workers;  // requestWorkers(config)
   // The HTTP transport while it exists (the MCP-sessions gauge reads it), else null.
   std::atomic<const transport::HttpTransport*>& http_transport;
+  // A client request arrived (app/warm_up.h): the warm pool starts filling if it still waits.
+  std::function<void()> client_arrived;
 };
 
 // Both return once the transport stopped (signal, drain, end of input).
