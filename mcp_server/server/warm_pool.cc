@@ -38,7 +38,7 @@ std::string preloadCode(const std::vector<std::string>& modules) {
 }
 
 WarmPool::WarmPool(sandbox::Backend& backend, ProfileFn profile, WarmPoolOptions options)
-    : backend_(backend), profile_(std::move(profile)), options_(options) {
+    : backend_(backend), profile_(std::move(profile)), options_(std::move(options)) {
   stats_.size = options_.size;
   if (options_.size > 0) filler_ = std::thread([this] { fillLoop(); });
 }
