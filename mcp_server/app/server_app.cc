@@ -18,6 +18,7 @@
 #include "app/server_metrics.h"
 #include "app/serving.h"
 #include "app/signal_watcher.h"
+#include "app/warm_up.h"
 #include "common/open_file_limit.h"
 #include "config/config.h"
 #include "config/weakenings.h"
@@ -241,6 +242,9 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   metrics::Registry metrics_registry;  // first in, last out: the callbacks below refer to it
   const server::SessionMetrics session_metrics(&metrics_registry);
   services.metrics = &session_metrics;
+  // Over stdio the process may be a client's server/discover probe, stopped at once (warm_up.h).
+  const bool stdio = options.mode == Mode::kStdio;
+  services.pool_start_delay = stdio ? kStdioPoolStartDelay : std::chrono::milliseconds{0};
   const tools::ToolMetrics tool_metrics(&metrics_registry);
 
   tools::ToolRegistry registry;
@@ -258,8 +262,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   auto protocol =
       std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics, principals);
   if (cfg.pool.size > 0) {
-    spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size)",
-                 cfg.pool.size);
+    spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size){}",
+                 cfg.pool.size,
+                 stdio ? fmt::format(", from the first client request or {} ms on",
+                                     kStdioPoolStartDelay.count())
+                       : "");
   }
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
@@ -280,7 +287,8 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
                   server_endpoints,
                   requestWorkers(cfg),
                   http_transport,
-                  principals};
+                  principals,
+                  [&sessions] { sessions.factory().warmUp(); }};
   if (options.mode == Mode::kStdio) {
     serveStdio(serving);
   } else {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "app/warm_up.h"
 #include "common/open_file_limit.h"
 #include "transport/connection_limiter.h"
 #include "transport/http_transport.h"
@@ -81,7 +82,9 @@ void serveStdio(Serving& serving) {
   transport::StdioTransportOptions options;
   options.max_message_bytes = static_cast<std::size_t>(serving.config.stdio.max_message_bytes);
   options.max_worker_threads = serving.max_workers;
-  transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, serving.protocol, options);
+  // The pool waits for a request other than server/discover (or kStdioPoolStartDelay).
+  auto endpoints = std::make_shared<WarmUpOnClient>(serving.protocol, serving.client_arrived);
+  transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, endpoints, options);
   // One client, no new sessions to refuse: the drain only lets running executions finish.
   serving.signals.onSignals([&] { serving.drain.run([] {}, [&] { stdio.stop(); }); },
                             [&] { serving.drain.hurry(); });

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct Serving {
   // The HTTP transport while it exists (the MCP-sessions gauge reads it), else null.
   std::atomic<const transport::HttpTransport*>& http_transport;
   const std::vector<config::Principal>& principals;  // the tokens file's; empty: none
+  // A client request arrived (app/warm_up.h): the warm pool starts filling if it still waits.
+  std::function<void()> client_arrived;
 };
 
 // Both return once the transport stopped (signal, drain, end of input).
