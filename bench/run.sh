@@ -3,6 +3,8 @@
 # packages, and runs, each printing its table and writing bench/results/<name>.{md,json}:
 #   bench.mjs    latency against docker exec / docker run / a Jupyter kernel (latest.{md,json})
 #   channel.mjs  the agent channel: per-sandbox socket against the engine's attach stream
+#   connect.mjs  stdio connect and first run_code: the 2025-11-25 client against the v2 client
+#                pinned to 2026-07-28 and in auto mode (connect.{md,json})
 #   remote.mjs   a remote engine over TLS (scripts/tls_dockerd.sh, started here for it) against
 #                the local engine (remote.{md,json})
 #   scale.mjs    1/8/32/64 sessions at once, memory per session, cancellation (scale.{md,json})
@@ -13,8 +15,8 @@
 #                against a plain runc container of the same image and limits (workloads.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
-#   bench/run.sh scale             only one of them (bench, channel, remote, scale, sidecar, preload,
-#                                  figures or workloads)
+#   bench/run.sh scale             only one of them (bench, channel, connect, remote, scale, sidecar,
+#                                  preload, figures or workloads)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -123,11 +125,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs workloads.mjs) script
+  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs figures.mjs workloads.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | remote | scale | sidecar | preload | figures | workloads) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, remote, scale, sidecar, preload, figures or workloads (or nothing for all)" ;;
+    bench | channel | connect | remote | scale | sidecar | preload | figures | workloads) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, preload, figures or workloads (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     if [[ "${script}" == remote.mjs ]]; then

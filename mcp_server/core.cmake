@@ -4,6 +4,7 @@
 add_library(mcp_core STATIC
   config/config.cc
   config/config_to_json.cc
+  config/principals.cc
   config/mcp_sections.cc
   config/sandbox_sections.cc
   config/server_sections.cc
@@ -89,7 +90,7 @@ embed_text(${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
            ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h kSandboxMcpPython app
            "Embedding sandbox_mcp.py into sandbox-mcp")
 add_library(mcp_app STATIC app/cli_options.cc app/drain.cc app/fleet_endpoints.cc app/server_app.cc
-            app/server_metrics.cc app/serving.cc app/signal_watcher.cc
+            app/server_metrics.cc app/serving.cc app/signal_watcher.cc app/warm_up.cc
             ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h)
 target_include_directories(mcp_app PRIVATE ${APP_GENERATED_DIR})
 target_link_libraries(mcp_app PUBLIC mcp_protocol mcp_sandbox mcp_transport

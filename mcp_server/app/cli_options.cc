@@ -30,7 +30,7 @@ void parseListenAddress(const std::string& text, CliOptions& out) {
 
 const char* usageText() {
   return "usage: sandbox-mcp [--stdio | --http HOST:PORT] [--config FILE] [--token-file FILE]\n"
-         "                   [--log-level trace|debug|info|warn|error|off]\n"
+         "                   [--tokens-file FILE] [--log-level trace|debug|info|warn|error|off]\n"
          "       sandbox-mcp doctor [--config FILE]\n"
          "\n"
          "  --stdio            serve MCP over stdin/stdout (default; what Claude Desktop and\n"
@@ -39,6 +39,9 @@ const char* usageText() {
          "                     (loopback only unless a bearer token is configured)\n"
          "  --config FILE      JSON configuration (see README, \"Configuration\")\n"
          "  --token-file FILE  bearer token HTTP clients must send (or SANDBOX_MCP_TOKEN)\n"
+         "  --tokens-file FILE principals: JSON {\"principals\": [{\"name\", \"token\",\n"
+         "                     \"max_sessions\"?, \"max_concurrent_executions\"?}]}; each token\n"
+         "                     is a principal with its own sandboxes and quotas\n"
          "  doctor             check the Docker engine, gVisor, images and the agent, then exit\n";
 }
 
@@ -59,6 +62,8 @@ CliOptions parseCli(const std::vector<std::string>& args) {
       out.config_path = value();
     } else if (arg == "--token-file") {
       out.token_file = value();
+    } else if (arg == "--tokens-file") {
+      out.tokens_file = value();
     } else if (arg == "--log-level") {
       out.log_level = value();
     } else if (arg == "doctor") {

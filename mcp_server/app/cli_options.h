@@ -21,6 +21,7 @@ struct CliOptions {
   std::uint16_t http_port = 8765;
   std::string config_path;  // empty: built-in defaults
   std::string token_file;   // bearer token for HTTP; SANDBOX_MCP_TOKEN also works
+  std::string tokens_file;  // principals and their tokens and quotas (config/principals.h)
   std::string log_level;    // overrides the config's log_level when set
 };
 

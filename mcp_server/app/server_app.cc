@@ -18,6 +18,7 @@
 #include "app/server_metrics.h"
 #include "app/serving.h"
 #include "app/signal_watcher.h"
+#include "app/warm_up.h"
 #include "common/open_file_limit.h"
 #include "config/config.h"
 #include "config/weakenings.h"
@@ -241,18 +242,31 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   metrics::Registry metrics_registry;  // first in, last out: the callbacks below refer to it
   const server::SessionMetrics session_metrics(&metrics_registry);
   services.metrics = &session_metrics;
+  // Over stdio the process may be a client's server/discover probe, stopped at once (warm_up.h).
+  const bool stdio = options.mode == Mode::kStdio;
+  services.pool_start_delay = stdio ? kStdioPoolStartDelay : std::chrono::milliseconds{0};
   const tools::ToolMetrics tool_metrics(&metrics_registry);
 
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
+  // Minted session ids end with the instance id, as Mcp-Session-Ids do: a front routes by it.
   server::SessionRegistry sessions(
-      cfg, std::make_unique<server::SessionFactory>(cfg, backend, services));
+      cfg, std::make_unique<server::SessionFactory>(cfg, backend, services), backend.instanceId());
   spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
                cfg.sandbox.image);
-  auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics);
+  std::vector<config::Principal> principals;
+  if (!options.tokens_file.empty()) {
+    principals = config::loadPrincipalsFile(options.tokens_file);
+    spdlog::info("{} principal(s) from the tokens file {}", principals.size(), options.tokens_file);
+  }
+  auto protocol =
+      std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics, principals);
   if (cfg.pool.size > 0) {
-    spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size)",
-                 cfg.pool.size);
+    spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size){}",
+                 cfg.pool.size,
+                 stdio ? fmt::format(", from the first client request or {} ms on",
+                                     kStdioPoolStartDelay.count())
+                       : "");
   }
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
@@ -264,9 +278,17 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
         const auto* transport = http_transport.load();
         return transport != nullptr ? static_cast<double>(transport->sessionCount()) : 0.0;
       });
-  Serving serving{cfg,           protocol,         signals,          drain,
-                  fleet,         metrics_registry, server_endpoints, requestWorkers(cfg),
-                  http_transport};
+  Serving serving{cfg,
+                  protocol,
+                  signals,
+                  drain,
+                  fleet,
+                  metrics_registry,
+                  server_endpoints,
+                  requestWorkers(cfg),
+                  http_transport,
+                  principals,
+                  [&sessions] { sessions.factory().warmUp(); }};
   if (options.mode == Mode::kStdio) {
     serveStdio(serving);
   } else {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "app/warm_up.h"
 #include "common/open_file_limit.h"
 #include "transport/connection_limiter.h"
 #include "transport/http_transport.h"
@@ -81,7 +82,9 @@ void serveStdio(Serving& serving) {
   transport::StdioTransportOptions options;
   options.max_message_bytes = static_cast<std::size_t>(serving.config.stdio.max_message_bytes);
   options.max_worker_threads = serving.max_workers;
-  transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, serving.protocol, options);
+  // The pool waits for a request other than server/discover (or kStdioPoolStartDelay).
+  auto endpoints = std::make_shared<WarmUpOnClient>(serving.protocol, serving.client_arrived);
+  transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, endpoints, options);
   // One client, no new sessions to refuse: the drain only lets running executions finish.
   serving.signals.onSignals([&] { serving.drain.run([] {}, [&] { stdio.stop(); }); },
                             [&] { serving.drain.hurry(); });
@@ -95,6 +98,9 @@ void serveStdio(Serving& serving) {
 
 void serveHttp(const CliOptions& options, Serving& serving) {
   auto http = httpOptions(options, serving.config, serving.max_workers);
+  for (const auto& principal : serving.principals) {
+    http.principal_tokens.push_back({principal.name, principal.token});
+  }
   setConnectionBounds(serving.config.http, http);
   http.session_route_tag = serving.fleet.instanceId();
   http.get_endpoints = serving.fleet.handlers();
@@ -115,14 +121,14 @@ void serveHttp(const CliOptions& options, Serving& serving) {
   const bool loopback =
       http.address == "::1" || http.address == "localhost" || http.address.rfind("127.", 0) == 0;
   if (!loopback) {
-    spdlog::warn(
-        "WEAKENED: HTTP listens on {} beyond loopback; every request needs the bearer token",
-        http.address);
+    spdlog::warn("WEAKENED: HTTP listens on {} beyond loopback; every request needs a bearer token",
+                 http.address);
   }
   spdlog::info(
       "serving MCP over Streamable HTTP at http://{}:{}{}{} (and /healthz, /readyz, /metrics)",
       http.address.find(':') != std::string::npos ? "[" + http.address + "]" : http.address,
-      server.port(), http.path, http.token.empty() ? "" : " (bearer token required)");
+      server.port(), http.path,
+      http.token.empty() && http.principal_tokens.empty() ? "" : " (bearer token required)");
   server.wait();
   serving.drain.hurry();
   serving.signals.finish();  // joins the drain thread while `server` still exists

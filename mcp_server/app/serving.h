@@ -4,13 +4,16 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "app/cli_options.h"
 #include "app/drain.h"
 #include "app/fleet_endpoints.h"
 #include "app/signal_watcher.h"
 #include "config/config.h"
+#include "config/principals.h"
 #include "mcp/mcp_server.h"
 #include "metrics/registry.h"
 #include "server/server_endpoints.h"
@@ -30,6 +33,9 @@ struct Serving {
   std::size_t max_workers;  // requestWorkers(config)
   // The HTTP transport while it exists (the MCP-sessions gauge reads it), else null.
   std::atomic<const transport::HttpTransport*>& http_transport;
+  const std::vector<config::Principal>& principals;  // the tokens file's; empty: none
+  // A client request arrived (app/warm_up.h): the warm pool starts filling if it still waits.
+  std::function<void()> client_arrived;
 };
 
 // Both return once the transport stopped (signal, drain, end of input).

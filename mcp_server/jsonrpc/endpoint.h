@@ -77,12 +77,24 @@ class Endpoint {
   [[nodiscard]] virtual std::string protocolVersion() const = 0;
 };
 
+// Who a client acts for, as its transport authenticated it.
+struct Principal {
+  inline static constexpr const char* kLocal = "local";      // no token is configured
+  inline static constexpr const char* kDefault = "default";  // the one --token-file token
+  std::string name = kLocal;
+  // Named by the tokens file: its quotas hold across all its MCP sessions and stateless requests.
+  bool from_tokens_file = false;
+};
+
 class EndpointFactory {
  public:
   virtual ~EndpointFactory() = default;
-  // `owner` is a stable, unguessable identity for the connection (the HTTP Mcp-Session-Id, or
-  // "stdio"); resources created through the endpoint belong to it.
-  virtual std::shared_ptr<Endpoint> open(const std::string& owner) = 0;
+  // `owner` is a stable, unguessable identity for the connection (the HTTP Mcp-Session-Id,
+  // "stdio", or "principal:<name>" for a principal's stateless requests); resources created
+  // through the endpoint belong to it. `principal` is who authenticated it.
+  virtual std::shared_ptr<Endpoint> open(const std::string& owner, const Principal& principal) = 0;
+  // The local principal's.
+  std::shared_ptr<Endpoint> open(const std::string& owner) { return open(owner, Principal{}); }
 };
 
 // Parse errors are the transport's to report because the dispatcher only sees parsed JSON.

@@ -84,7 +84,7 @@ json McpEndpoint::listResources(const json& /*params*/) {
   if (!features_.session_resources) {
     return era::cacheable(json{{"resources", std::move(resources)}}, era::kStaticTtlMs, "public");
   }
-  json sessions = resources_.list(owner_);
+  json sessions = resources_.list(caller_.owner);
   for (auto& resource : sessions["resources"]) resources.push_back(std::move(resource));
   sessions["resources"] = std::move(resources);
   return era::cacheable(std::move(sessions), 0, "private");
@@ -119,7 +119,7 @@ json McpEndpoint::readResource(const json& params) {
                          json{{"uri", uri}});
   }
   try {
-    return era::cacheable(resources_.read(owner_, params), 0, "private");
+    return era::cacheable(resources_.read(caller_.owner, params), 0, "private");
   } catch (const jsonrpc::Error& e) {
     if (e.code() != kResourceNotFound || !modern) throw;
     throw jsonrpc::Error(jsonrpc::kInvalidParams, e.what(), e.data());
@@ -144,7 +144,7 @@ json McpEndpoint::getPrompt(const json& params) {
   const bool modern = era::isModern(params);
   const std::string purpose = "prompts/get:" + prompt->spec.name;
   const tools::ToolInputs inputs =
-      modern ? requestInputs(params, seal_, owner_, purpose) : tools::ToolInputs{};
+      modern ? requestInputs(params, seal_, caller_.owner, purpose) : tools::ToolInputs{};
   PromptResult rendered = prompt->handler(arguments, inputs);
   if (!rendered.input_requests.empty()) {
     if (!modern) {
@@ -154,7 +154,7 @@ json McpEndpoint::getPrompt(const json& params) {
                                "results); use a 2026-07-28 client");
     }
     return inputRequiredResult(rendered.input_requests, rendered.request_state,
-                               declaredCapabilities(params), seal_, owner_, purpose);
+                               declaredCapabilities(params), seal_, caller_.owner, purpose);
   }
   json result{{"messages", std::move(rendered.messages)}, {"resultType", "complete"}};
   if (!rendered.description.empty()) result["description"] = std::move(rendered.description);

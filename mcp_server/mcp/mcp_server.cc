@@ -84,26 +84,46 @@ bool isSupportedProtocolVersion(const std::string& version) {
 
 McpServer::McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
                      const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics,
-                     ServerFeatures features)
+                     std::vector<config::Principal> principals, ServerFeatures features)
     : config_(config),
       sessions_(sessions),
       tools_(tools),
       metrics_(metrics),
+      principals_(std::move(principals)),
       features_(withIdentity(std::move(features))),
       task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
       task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {}
 
-std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner) {
-  return std::make_shared<McpEndpoint>(owner, config_, sessions_, tools_, task_threads_, metrics_,
-                                       &announcements_, &task_result_bytes_, &features_, &seal_);
+std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner,
+                                                   const jsonrpc::Principal& principal) {
+  return std::make_shared<McpEndpoint>(callerFor(owner, principal), config_, sessions_, tools_,
+                                       task_threads_, metrics_, &announcements_,
+                                       &task_result_bytes_, &features_, &seal_);
 }
 
-McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
+server::Caller McpServer::callerFor(const std::string& owner,
+                                    const jsonrpc::Principal& principal) const {
+  server::Caller caller{owner, owner,
+                        static_cast<std::size_t>(config_.sessions.max_sessions_per_client),
+                        static_cast<std::size_t>(config_.execution.max_concurrent_per_client)};
+  if (!principal.from_tokens_file) return caller;
+  caller.quota_key = "principal:" + principal.name;
+  for (const auto& known : principals_) {
+    if (known.name != principal.name) continue;
+    if (known.max_sessions) caller.max_sessions = static_cast<std::size_t>(*known.max_sessions);
+    if (known.max_concurrent_executions) {
+      caller.max_concurrent_executions = static_cast<std::size_t>(*known.max_concurrent_executions);
+    }
+  }
+  return caller;
+}
+
+McpEndpoint::McpEndpoint(server::Caller caller, const config::ServerConfig& config,
                          server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                          server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics,
                          Announcements* announcements, ResultBytes* task_result_bytes,
                          const ServerFeatures* features, const RequestStateSeal* seal)
-    : owner_(std::move(owner)),
+    : caller_(std::move(caller)),
       config_(config),
       sessions_(sessions),
       tools_(tools),
@@ -113,7 +133,7 @@ McpEndpoint::McpEndpoint(std::string owner, const config::ServerConfig& config,
       own_seal_(seal == nullptr ? std::make_unique<RequestStateSeal>() : nullptr),
       seal_(seal != nullptr ? *seal : *own_seal_),
       resources_(sessions, config),
-      tasks_(owner_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
+      tasks_(caller_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
   dispatcher_.onRequest("initialize",
                         [this](const json& params, auto&) { return initialize(params); });
   dispatcher_.onRequest("server/discover", [this](const json&, auto&) { return discover(); });
@@ -325,9 +345,10 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
   RequestUpdates updates(transport.notify, progressToken(params), clientLogsOutput(params));
   letToolsAsk(updates, params, cancel, transport);
   const std::string purpose = "tools/call:" + tool.spec.name;
-  const tools::ToolInputs inputs =
-      era::isModern(params) ? requestInputs(params, seal_, owner_, purpose) : tools::ToolInputs{};
-  tools::ToolContext ctx{owner_, cancel, sessions_, config_, updates, metrics_, &inputs};
+  const tools::ToolInputs inputs = era::isModern(params)
+                                       ? requestInputs(params, seal_, caller_.owner, purpose)
+                                       : tools::ToolInputs{};
+  tools::ToolContext ctx{caller_, cancel, sessions_, config_, updates, metrics_, &inputs};
   const auto started = std::chrono::steady_clock::now();
   tools::ToolResult result = tools::callTool(tool, arguments, ctx);
   const double ms =
@@ -367,7 +388,7 @@ json McpEndpoint::inputRequired(const tools::ToolResult& result, const json& par
         "connect with a 2026-07-28 client to use it"));
   }
   return inputRequiredResult(result.input_requests, result.request_state,
-                             declaredCapabilities(params), seal_, owner_, purpose);
+                             declaredCapabilities(params), seal_, caller_.owner, purpose);
 }
 
 json McpEndpoint::progressToken(const json& params) {
@@ -449,7 +470,7 @@ void McpEndpoint::close() {
   client_requests_.closeAll();
   stopResourceSubscriptions();
   tasks_.shutdown();  // cancels and joins the connection's tasks before their sessions go
-  sessions_.closeOwner(owner_);
+  sessions_.closeOwner(caller_.owner);
 }
 
 McpEndpoint::~McpEndpoint() { tasks_.shutdown(); }

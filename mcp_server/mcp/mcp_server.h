@@ -1,8 +1,10 @@
 // The MCP protocol layer: lifecycle (initialize, ping; server/discover for 2026-07-28 requests,
 // which carry their version and capabilities each: protocol_era.h), tools, tasks,
 // logging/setLevel and cancellation.
-// McpServer is the EndpointFactory transports use; each client connection gets an McpEndpoint
-// whose sandbox sessions belong to it alone. Thread-safe.
+// McpServer is the EndpointFactory transports use; each client connection (and each principal's
+// stateless requests) gets an McpEndpoint whose sandbox sessions belong to it alone; quotas count
+// per connection, or per principal for the tokens file's principals (server/caller.h).
+// Thread-safe.
 #pragma once
 
 #include <map>
@@ -12,6 +14,7 @@
 
 #include "common/cancel_token.h"
 #include "config/config.h"
+#include "config/principals.h"
 #include "jsonrpc/dispatcher.h"
 #include "jsonrpc/endpoint.h"
 #include "mcp/announcements.h"
@@ -37,12 +40,17 @@ class McpServer : public jsonrpc::EndpointFactory {
  public:
   // `metrics`, when set, counts every tool call (GET /metrics); it must outlive the server.
   // `features`: what the server offers beside its tools (server_features.h); the product's
-  // identity when left empty.
+  // identity when left empty. `principals` (the tokens file) give their principals' quotas.
   McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
             const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr,
-            ServerFeatures features = {});
+            std::vector<config::Principal> principals = {}, ServerFeatures features = {});
 
-  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override;
+  using jsonrpc::EndpointFactory::open;
+  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner,
+                                          const jsonrpc::Principal& principal) override;
+  // Whose sessions and limits a connection of `principal` under `owner` uses.
+  [[nodiscard]] server::Caller callerFor(const std::string& owner,
+                                         const jsonrpc::Principal& principal) const;
 
   // Sends `text` as a notifications/message warning to the client of every tools/call running
   // now and of every one started later (e.g. the server is draining).
@@ -58,6 +66,7 @@ class McpServer : public jsonrpc::EndpointFactory {
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;
   const tools::ToolMetrics* metrics_;
+  const std::vector<config::Principal> principals_;
   ServerFeatures features_;
   RequestStateSeal seal_;  // one key per process: input-required states of every endpoint
   Announcements announcements_;
@@ -67,7 +76,7 @@ class McpServer : public jsonrpc::EndpointFactory {
 
 class McpEndpoint : public jsonrpc::Endpoint {
  public:
-  McpEndpoint(std::string owner, const config::ServerConfig& config,
+  McpEndpoint(server::Caller caller, const config::ServerConfig& config,
               server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
               server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics = nullptr,
               Announcements* announcements = nullptr, ResultBytes* task_result_bytes = nullptr,
@@ -151,7 +160,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
   void serverNotice(jsonrpc::RequestContext& ctx, const jsonrpc::json& params,
                     const std::string& text);
 
-  const std::string owner_;
+  const server::Caller caller_;
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
   const tools::ToolRegistry& tools_;

@@ -63,11 +63,11 @@ json cancelledBeforeStart() {
 
 }  // namespace
 
-TaskRunner::TaskRunner(const std::string& owner, const config::ServerConfig& config,
+TaskRunner::TaskRunner(server::Caller caller, const config::ServerConfig& config,
                        server::SessionRegistry& sessions, SessionLanes& lanes,
                        server::ExecutionSlots& threads, const tools::ToolMetrics* metrics,
                        ResultBytes* server_result_bytes)
-    : owner_(owner),
+    : caller_(std::move(caller)),
       config_(config),
       sessions_(sessions),
       metrics_(metrics),
@@ -170,7 +170,7 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
     outbox->send(tagged);
   };
   RequestUpdates updates(notify, what.progress_token, what.client_logs_output);
-  tools::ToolContext ctx{owner_, task->cancel, sessions_, config_, updates, metrics_};
+  tools::ToolContext ctx{caller_, task->cancel, sessions_, config_, updates, metrics_};
   try {
     result = keepable(id, tools::callTool(what.tool, what.arguments, ctx));
   } catch (const std::exception& e) {  // callTool catches the tool's own; this is rendering
@@ -198,7 +198,7 @@ json TaskRunner::keepable(const std::string& task_id, tools::ToolResult result) 
   const std::string session_id = result.structured.value("session_id", "");
   try {
     if (session_id.empty()) throw std::runtime_error("the result names no session");
-    auto session = sessions_.find(owner_, session_id);
+    auto session = sessions_.find(caller_.owner, session_id);
     tools::spillExecOutput(result, *session, "task-" + task_id, kKeptStreamBytes);
   } catch (const std::exception& e) {
     spdlog::warn("task {}: cannot save its large output in the sandbox: {}", task_id, e.what());

@@ -24,6 +24,7 @@
 #include "mcp/session_lanes.h"
 #include "mcp/task_outbox.h"
 #include "mcp/task_store.h"
+#include "server/caller.h"
 #include "server/execution_slots.h"
 #include "tools/tool_metrics.h"
 #include "tools/tool_registry.h"
@@ -38,7 +39,7 @@ class TaskRunner {
  public:
   using json = nlohmann::json;
 
-  TaskRunner(const std::string& owner, const config::ServerConfig& config,
+  TaskRunner(server::Caller caller, const config::ServerConfig& config,
              server::SessionRegistry& sessions, SessionLanes& lanes,
              server::ExecutionSlots& threads, const tools::ToolMetrics* metrics = nullptr,
              ResultBytes* server_result_bytes = nullptr);
@@ -105,7 +106,7 @@ class TaskRunner {
   [[nodiscard]] std::shared_ptr<TaskOutbox> outboxOf(const std::string& id);
   void reap();  // mutex_ held: joins finished threads, forgets tasks the store forgot
 
-  const std::string owner_;
+  const server::Caller caller_;
   const config::ServerConfig& config_;
   server::SessionRegistry& sessions_;
   const tools::ToolMetrics* metrics_;

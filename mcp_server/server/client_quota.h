@@ -1,7 +1,7 @@
 // Fair share: how many of something (running executions) each client holds, with a per-client
 // cap, so that one client at its limit leaves the rest of the server's capacity to the others.
-// A client is one MCP session (an HTTP Mcp-Session-Id, or the stdio connection): the `owner`
-// string sessions are scoped to. Claiming never waits. Thread-safe.
+// A client is a quota key (server/caller.h: an MCP session, or a tokens-file principal), and
+// each claim names the key's cap. Claiming never waits. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,7 @@ namespace server {
 
 class ClientQuota {
  public:
-  explicit ClientQuota(std::size_t per_client) : per_client_(per_client) {}
+  ClientQuota() = default;
   ClientQuota(const ClientQuota&) = delete;
   ClientQuota& operator=(const ClientQuota&) = delete;
 
@@ -40,15 +40,16 @@ class ClientQuota {
     std::string owner_;
   };
 
-  [[nodiscard]] std::optional<Claim> tryClaim(const std::string& owner) {
+  // One unit for `owner` unless it holds `cap` already.
+  [[nodiscard]] std::optional<Claim> tryClaim(const std::string& owner, std::size_t cap) {
     const std::lock_guard lock(mutex_);
-    std::size_t& count = held_[owner];
-    if (count >= per_client_) return std::nullopt;
-    ++count;
+    const auto it = held_.find(owner);
+    if (it != held_.end() && it->second >= cap) return std::nullopt;
+    if (cap == 0) return std::nullopt;
+    ++held_[owner];
     return std::optional<Claim>(std::in_place, this, owner);
   }
 
-  [[nodiscard]] std::size_t perClient() const noexcept { return per_client_; }
   [[nodiscard]] std::size_t held(const std::string& owner) {
     const std::lock_guard lock(mutex_);
     const auto it = held_.find(owner);
@@ -63,7 +64,6 @@ class ClientQuota {
     if (--it->second == 0) held_.erase(it);  // clients come and go: no entry outlives its claims
   }
 
-  const std::size_t per_client_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::size_t> held_;
 };

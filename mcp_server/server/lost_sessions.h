@@ -1,7 +1,7 @@
-// Remembers sessions whose sandbox died (agent killed, container killed from outside, OOM, a
-// broken channel), so the next call under the same id says so instead of silently handing out
-// an empty sandbox. Bounded: the oldest entries go first. Not thread-safe (SessionRegistry's
-// mutex guards it).
+// Remembers sessions that are gone and why: those whose sandbox died (agent killed, container
+// killed from outside, OOM, a broken channel), so the next call under the same id says so instead
+// of silently handing out an empty sandbox; and those that ended, so a call naming one says why.
+// Bounded: the oldest entries go first. Not thread-safe (SessionRegistry's mutex guards it).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +32,13 @@ class LostSessions {
     reasons_.erase(it);
     std::erase(order_, key);
     return reason;
+  }
+
+  // The reason under `key`, kept.
+  [[nodiscard]] std::optional<std::string> peek(const std::string& key) const {
+    const auto it = reasons_.find(key);
+    if (it == reasons_.end()) return std::nullopt;
+    return it->second;
   }
 
   void erase(const std::string& key) {

@@ -50,6 +50,7 @@ SessionFactory::SessionFactory(const config::ServerConfig& config, sandbox::Back
     WarmPoolOptions options;
     options.size = static_cast<std::size_t>(config_.pool.size);
     options.preload_python = config_.pool.preload_python;
+    options.start_delay = services_.pool_start_delay;
     pool_ = std::make_unique<WarmPool>(
         backend_,
         [this] {
@@ -78,6 +79,10 @@ void SessionFactory::refuseToStart(const CancelToken* cancel) const {
         "cancelled: the call was cancelled before its sandbox started; nothing "
         "was created");
   }
+}
+
+void SessionFactory::warmUp() {
+  if (pool_) pool_->fillNow();
 }
 
 WarmPool::Stats SessionFactory::poolStats() { return pool_ ? pool_->stats() : WarmPool::Stats{}; }

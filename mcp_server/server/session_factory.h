@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,8 @@ struct SessionServices {
   std::shared_ptr<const ServerEndpoints> server_endpoints;
   // Counts refusals and creation times (GET /metrics); null: nothing is counted.
   const SessionMetrics* metrics = nullptr;
+  // How long the warm pool waits for a client (warmUp()) before its first fill (WarmPoolOptions).
+  std::chrono::milliseconds pool_start_delay{0};
 };
 
 class SessionFactory {
@@ -59,6 +62,8 @@ class SessionFactory {
   [[nodiscard]] std::string resolveRuntime();
   // Zeros when the pool is disabled (pool.size 0).
   [[nodiscard]] WarmPool::Stats poolStats();
+  // A client is here: the warm pool starts filling if it was still waiting (pool_start_delay).
+  void warmUp();
   // services.metrics, or one that counts nothing.
   [[nodiscard]] const SessionMetrics& metrics() const noexcept;
   // Stops the warm pool and destroys its ready sandboxes; create() then always starts cold.

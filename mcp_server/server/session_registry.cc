@@ -12,10 +12,14 @@ namespace {
 
 using sandbox::SandboxError;
 
+// For ids nothing is remembered about: never held by this caller on this replica, or ended so
+// long ago that the memory of it is gone.
 std::string unknownSessionMessage(const std::string& id) {
   return "Unknown session '" + id +
-         "': it does not exist, has expired or belongs to another client. Call run_code or "
-         "run_shell without session_id (or with a new id) to start a session.";
+         "': it does not exist on this server (it ended: cleanup_session, idle expiry, a server "
+         "restart; or it belongs to another client, or was never created). Its variables and "
+         "files are gone. Call run_code or run_shell without session_id to start a new session, "
+         "and pass the session_id its result gives.";
 }
 
 std::string lostSandboxMessage(const std::string& id, const std::string& reason) {
@@ -57,41 +61,48 @@ void destroyConcurrently(std::vector<std::shared_future<std::shared_ptr<Session>
 }  // namespace
 
 SessionRegistry::SessionRegistry(const config::ServerConfig& config,
-                                 std::unique_ptr<SessionFactory> factory)
+                                 std::unique_ptr<SessionFactory> factory, std::string route_tag)
     : config_(config),
       factory_(std::move(factory)),
+      route_tag_(std::move(route_tag)),
       slots_(static_cast<std::size_t>(config.execution.max_concurrent)),
-      client_executions_(static_cast<std::size_t>(config.execution.max_concurrent_per_client)),
       reaper_([this] { reapLoop(); }) {}
 
 SessionRegistry::~SessionRegistry() { shutdown(); }
 
 std::optional<std::string> SessionRegistry::checkSessionId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return "session_id must be 1 to 64 characters long";
+  constexpr const char* kHint =
+      ": pass back the session_id a run_code or run_shell result gave, or omit it to start a new "
+      "session";
+  if (id.empty() || id.size() > 128)
+    return std::string("session_id must be 1 to 128 characters") + kHint;
   for (const char c : id) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    if (!ok) return "session_id may only contain letters, digits, '-', '_' and '.'";
+                    c == '-' || c == '_' || c == '.' || c == '~';
+    if (!ok)
+      return std::string("session_id may only contain letters, digits, '-', '_', '.' and '~'") +
+             kHint;
   }
   return std::nullopt;
 }
 
-SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, const std::string& id,
+SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const std::string& id,
                                                    const SessionOptions& options,
                                                    bool options_given, CancelToken* cancel) {
-  // 128 random bits: a handle is a capability (every 2026-07-28 caller over HTTP is one principal,
-  // so knowing a handle is what reaches its sandbox).
-  const std::string session_id = id.empty() ? "s-" + common::randomHex(16) : id;
+  const bool minted = id.empty();
+  const std::string session_id =
+      minted ? "s-" + common::randomHex(16) + (route_tag_.empty() ? "" : "~" + route_tag_) : id;
   if (auto problem = checkSessionId(session_id)) throw SandboxError(*problem);
+  const std::string entry_key = key(caller.owner, session_id);
 
   std::promise<std::shared_ptr<Session>> promise;
   std::optional<std::string> lost_reason;
   for (;;) {
     std::unique_lock lock(mutex_);
     if (stopping_) throw SandboxError("the server is shutting down; retry on a new connection");
-    const auto it = sessions_.find(key(owner, session_id));
+    const auto it = sessions_.find(entry_key);
     if (it != sessions_.end()) {
-      Pending pending = it->second;
+      Pending pending = it->second.pending;
       lock.unlock();
       const auto& session = pending.get();  // rethrows the creator's error
       if (!session->sandbox().alive()) {
@@ -108,26 +119,33 @@ SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, con
       }
       return {session, false, std::nullopt};
     }
-    if (ownedCount(owner) >= static_cast<std::size_t>(config_.sessions.max_sessions_per_client)) {
+    // Only a sandbox that died comes back under its id; an unknown id never makes one: a handle is
+    // minted here, so a client cannot pick (or guess) one.
+    if (!minted) {
+      lost_reason = lost_.take(entry_key);
+      if (!lost_reason) throw SandboxError(goneMessage(entry_key, session_id));
+    }
+    if (heldCount(caller.quota_key) >= caller.max_sessions) {
+      if (lost_reason) lost_.remember(entry_key, *lost_reason);  // still to be told
       factory_->metrics().refused(SessionMetrics::kSessionsPerClientLimit);
-      throw SandboxError("busy: this client holds " +
-                         std::to_string(config_.sessions.max_sessions_per_client) +
-                         " sessions, its limit (sessions.max_sessions_per_client). Free one with "
-                         "cleanup_session, or reuse one by passing its session_id.");
+      throw SandboxError("busy: this client holds " + std::to_string(caller.max_sessions) +
+                         " sessions, its limit (sessions.max_sessions_per_client, or its "
+                         "principal's max_sessions). Free one with cleanup_session, or reuse one "
+                         "by passing its session_id.");
     }
     if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
+      if (lost_reason) lost_.remember(entry_key, *lost_reason);
       factory_->metrics().refused(SessionMetrics::kSessionsLimit);
       throw SandboxError("busy: the server is at its limit of " +
                          std::to_string(config_.sessions.max_sessions) +
                          " sessions (sessions.max_sessions). Free one with cleanup_session, or "
                          "retry after idle sessions expire.");
     }
-    sessions_.emplace(key(owner, session_id), promise.get_future().share());
-    lost_reason = lost_.take(key(owner, session_id));
+    sessions_.emplace(entry_key, Entry{promise.get_future().share(), caller.quota_key});
     break;
   }
   try {
-    auto session = factory_->create(owner, session_id, options, cancel);
+    auto session = factory_->create(caller.owner, session_id, options, cancel);
     promise.set_value(session);
     if (lost_reason) {
       log()->info("session {}: started a fresh sandbox; the previous one was lost", session_id);
@@ -136,10 +154,18 @@ SessionRegistry::Acquired SessionRegistry::acquire(const std::string& owner, con
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(mutex_);
-    sessions_.erase(key(owner, session_id));
-    if (lost_reason) lost_.remember(key(owner, session_id), *lost_reason);  // still to be told
+    sessions_.erase(entry_key);
+    if (lost_reason) lost_.remember(entry_key, *lost_reason);  // still to be told
     throw;
   }
+}
+
+std::string SessionRegistry::goneMessage(const std::string& key, const std::string& id) const {
+  const auto why = ended_.peek(key);
+  if (!why) return unknownSessionMessage(id);
+  return "Session '" + id + "' has ended (" + *why +
+         "): its variables and files are gone. Call run_code or run_shell without session_id to "
+         "start a new session, and pass the session_id its result gives.";
 }
 
 std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const std::string& id,
@@ -149,8 +175,8 @@ std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const s
   {
     std::lock_guard lock(mutex_);
     const auto it = sessions_.find(key(owner, id));
-    if (it == sessions_.end()) throw SandboxError(unknownSessionMessage(id));
-    pending = it->second;
+    if (it == sessions_.end()) throw SandboxError(goneMessage(key(owner, id), id));
+    pending = it->second.pending;
   }
   if (if_starting == IfStarting::kRefuse &&
       pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
@@ -179,8 +205,9 @@ bool SessionRegistry::remove(const std::string& owner, const std::string& id) {
     lost_.erase(key(owner, id));  // an explicit cleanup: the next use is a new session
     const auto it = sessions_.find(key(owner, id));
     if (it == sessions_.end()) return false;
-    pending = it->second;
+    pending = it->second.pending;
     sessions_.erase(it);
+    ended_.remember(key(owner, id), "cleanup_session ended it");
   }
   try {
     pending.get();  // waits for a creation in flight; the sandbox dies with the last reference
@@ -199,7 +226,7 @@ void SessionRegistry::forget(const std::shared_ptr<Session>& session, std::strin
   std::lock_guard lock(mutex_);
   const auto it = sessions_.find(key(session->owner(), session->id()));
   if (it == sessions_.end()) return;
-  const auto& pending = it->second;
+  const auto& pending = it->second.pending;
   if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     try {
       if (pending.get() != session) return;  // already replaced by a fresh sandbox
@@ -215,7 +242,7 @@ void SessionRegistry::refreshSidecarCounts() {
   std::vector<Pending> pendings;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [k, pending] : sessions_) pendings.push_back(pending);
+    for (const auto& [k, entry] : sessions_) pendings.push_back(entry.pending);
   }
   for (auto& pending : pendings) {
     if (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
@@ -232,8 +259,8 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::list(const std::string& o
   {
     std::lock_guard lock(mutex_);
     const std::string prefix = owner + '\n';
-    for (const auto& [k, pending] : sessions_) {
-      if (k.compare(0, prefix.size(), prefix) == 0) pendings.push_back(pending);
+    for (const auto& [k, entry] : sessions_) {
+      if (k.compare(0, prefix.size(), prefix) == 0) pendings.push_back(entry.pending);
     }
   }
   std::vector<std::shared_ptr<Session>> out;
@@ -256,24 +283,24 @@ void SessionRegistry::closeOwner(const std::string& owner) {
     const std::string prefix = owner + '\n';
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       if (it->first.compare(0, prefix.size(), prefix) == 0) {
-        doomed.push_back(it->second);
+        doomed.push_back(it->second.pending);
         it = sessions_.erase(it);
       } else {
         ++it;
       }
     }
     lost_.eraseWithPrefix(prefix);
+    ended_.eraseWithPrefix(prefix);
   }
   const auto count = doomed.size();
   destroyConcurrently(std::move(doomed));
   if (count > 0) log()->info("closed {} session(s) of a disconnected client", count);
 }
 
-std::size_t SessionRegistry::ownedCount(const std::string& owner) const {
-  const std::string prefix = owner + '\n';
-  return static_cast<std::size_t>(std::count_if(
-      sessions_.begin(), sessions_.end(),
-      [&](const auto& entry) { return entry.first.compare(0, prefix.size(), prefix) == 0; }));
+std::size_t SessionRegistry::heldCount(const std::string& quota_key) const {
+  return static_cast<std::size_t>(
+      std::count_if(sessions_.begin(), sessions_.end(),
+                    [&](const auto& entry) { return entry.second.quota_key == quota_key; }));
 }
 
 std::size_t SessionRegistry::size() {
@@ -285,12 +312,15 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::takeIdle() {
   std::vector<std::shared_ptr<Session>> idle;
   const auto limit = static_cast<double>(config_.sessions.idle_timeout_s);
   for (auto it = sessions_.begin(); it != sessions_.end();) {
-    auto& pending = it->second;
+    auto& pending = it->second.pending;
     if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
       try {
         auto session = pending.get();
         if (session->idleSeconds() >= limit) {
           idle.push_back(session);
+          ended_.remember(it->first, "it expired after " +
+                                         std::to_string(config_.sessions.idle_timeout_s) +
+                                         " s idle: sessions.idle_timeout_s");
           it = sessions_.erase(it);
           continue;
         }
@@ -320,14 +350,15 @@ void SessionRegistry::reapLoop() {
   }
 }
 
-ExecutionClaim SessionRegistry::claimExecutionSlot(const std::string& owner) {
-  auto share = client_executions_.tryClaim(owner);
+ExecutionClaim SessionRegistry::claimExecutionSlot(const Caller& caller) {
+  auto share = client_executions_.tryClaim(caller.quota_key, caller.max_concurrent_executions);
   if (!share) {
     factory_->metrics().refused(SessionMetrics::kExecutionsPerClientLimit);
     throw SandboxError("busy: this client already runs " +
-                       std::to_string(client_executions_.perClient()) +
-                       " executions, its limit (execution.max_concurrent_per_client). Wait for "
-                       "one to finish; the session is unchanged.");
+                       std::to_string(caller.max_concurrent_executions) +
+                       " executions, its limit (execution.max_concurrent_per_client, or its "
+                       "principal's max_concurrent_executions). Wait for one to finish; the "
+                       "session is unchanged.");
   }
   auto slot = slots_.tryClaim();
   if (!slot) {
@@ -347,7 +378,7 @@ void SessionRegistry::shutdown() {
     std::lock_guard lock(mutex_);
     if (stopping_ && !reaper_.joinable()) return;
     stopping_ = true;
-    for (auto& [k, pending] : sessions_) doomed.push_back(pending);
+    for (auto& [k, entry] : sessions_) doomed.push_back(entry.pending);
     sessions_.clear();
   }
   wake_reaper_.notify_all();

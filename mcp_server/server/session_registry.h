@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "server/caller.h"
 #include "server/client_quota.h"
 #include "server/execution_slots.h"
 #include "server/lost_sessions.h"
@@ -26,7 +27,10 @@ namespace server {
 
 class SessionRegistry {
  public:
-  SessionRegistry(const config::ServerConfig& config, std::unique_ptr<SessionFactory> factory);
+  // `route_tag` (the replica's instance id) ends every minted session id after a "~", so that a
+  // front routes a call naming a session to the replica that holds it (deploy/haproxy.cfg).
+  SessionRegistry(const config::ServerConfig& config, std::unique_ptr<SessionFactory> factory,
+                  std::string route_tag = {});
   ~SessionRegistry();  // shutdown()
   SessionRegistry(const SessionRegistry&) = delete;
   SessionRegistry& operator=(const SessionRegistry&) = delete;
@@ -39,11 +43,14 @@ class SessionRegistry {
     std::optional<std::string> lost_reason;
   };
 
-  // Returns the owner's session `id`, creating it (with `options`) when it does not exist yet.
-  // An empty id creates a session with a fresh id. Options passed for an existing session must
-  // match the ones it was created with. Throws sandbox::SandboxError with actionable text.
-  // `cancel` (the calling request's) stops a creation it started, e.g. a Dockerfile build.
-  Acquired acquire(const std::string& owner, const std::string& id, const SessionOptions& options,
+  // An empty id creates a session (with `options`) under a fresh id: "s-", 128 random bits in hex
+  // and "~<route_tag>", a capability nobody can guess. A given id must name one of the caller's
+  // sessions, or one whose sandbox was lost (it gets a fresh sandbox under the same id, and says
+  // so); any other id is an error that says the session is gone, never a new empty sandbox.
+  // Options passed for an existing session must match the ones it was created with. Throws
+  // sandbox::SandboxError with actionable text. `cancel` (the calling request's) stops a
+  // creation it started, e.g. a Dockerfile build.
+  Acquired acquire(const Caller& caller, const std::string& id, const SessionOptions& options,
                    bool options_given, CancelToken* cancel = nullptr);
 
   // What find() does with a session whose sandbox is still being created (an image build can
@@ -72,24 +79,31 @@ class SessionRegistry {
   // acquire() refuses from now on.
   void shutdown();
 
-  // One of the server's execution.max_concurrent slots and one of the owner's
-  // execution.max_concurrent_per_client, held for the life of the returned guard; throws a
-  // "busy" SandboxError naming the limit when either is used up.
-  [[nodiscard]] ExecutionClaim claimExecutionSlot(const std::string& owner);
+  // One of the server's execution.max_concurrent slots and one of the caller's concurrent
+  // executions, held for the life of the returned guard; throws a "busy" SandboxError naming the
+  // limit when either is used up.
+  [[nodiscard]] ExecutionClaim claimExecutionSlot(const Caller& caller);
   [[nodiscard]] ExecutionSlots& executionSlots() noexcept { return slots_; }
   [[nodiscard]] SessionFactory& factory() noexcept { return *factory_; }
 
-  // Validates a caller-chosen session id (letters, digits, "-", "_", ".", 1-64 chars).
+  // Validates a session id as a client sends it back (letters, digits, "-", "_", ".", "~";
+  // 1-128 chars), before it is looked up.
   [[nodiscard]] static std::optional<std::string> checkSessionId(const std::string& id);
 
  private:
   using Pending = std::shared_future<std::shared_ptr<Session>>;
+  struct Entry {
+    Pending pending;
+    std::string quota_key;  // whose max_sessions it counts against
+  };
 
   [[nodiscard]] static std::string key(const std::string& owner, const std::string& id) {
     return owner + '\n' + id;
   }
-  // Sessions (created or being created) the owner holds; mutex_ held.
-  [[nodiscard]] std::size_t ownedCount(const std::string& owner) const;
+  // Sessions (created or being created) the quota key holds; mutex_ held.
+  [[nodiscard]] std::size_t heldCount(const std::string& quota_key) const;
+  // Why `key`'s session is gone, for the error that names it; mutex_ held.
+  [[nodiscard]] std::string goneMessage(const std::string& key, const std::string& id) const;
   void reapLoop();
   std::vector<std::shared_ptr<Session>> takeIdle();
 
@@ -99,10 +113,12 @@ class SessionRegistry {
   std::mutex mutex_;
   std::condition_variable wake_reaper_;
   bool stopping_ = false;
-  std::unordered_map<std::string, Pending> sessions_;
-  LostSessions lost_;
+  const std::string route_tag_;
+  std::unordered_map<std::string, Entry> sessions_;
+  LostSessions lost_;   // died: the next call under the id gets a fresh sandbox, and is told
+  LostSessions ended_;  // ended (cleanup_session, idle expiry): a call under the id is told why
   ExecutionSlots slots_;
-  ClientQuota client_executions_;
+  ClientQuota client_executions_;  // per quota key
   std::thread reaper_;
 };
 

@@ -38,7 +38,7 @@ std::string preloadCode(const std::vector<std::string>& modules) {
 }
 
 WarmPool::WarmPool(sandbox::Backend& backend, ProfileFn profile, WarmPoolOptions options)
-    : backend_(backend), profile_(std::move(profile)), options_(options) {
+    : backend_(backend), profile_(std::move(profile)), options_(std::move(options)) {
   stats_.size = options_.size;
   if (options_.size > 0) filler_ = std::thread([this] { fillLoop(); });
 }
@@ -50,6 +50,7 @@ std::unique_ptr<sandbox::Sandbox> WarmPool::take(const sandbox::SandboxSpec& spe
   std::unique_ptr<sandbox::Sandbox> found;
   {
     std::lock_guard lock(mutex_);
+    client_seen_ = true;
     while (!ready_.empty() && !found) {
       if (!sameProfile(ready_.front().spec, spec)) break;  // all share one profile
       auto candidate = std::move(ready_.front().sandbox);
@@ -71,6 +72,15 @@ std::unique_ptr<sandbox::Sandbox> WarmPool::take(const sandbox::SandboxSpec& spe
   return found;
 }
 
+void WarmPool::fillNow() {
+  {
+    std::lock_guard lock(mutex_);
+    if (client_seen_) return;
+    client_seen_ = true;
+  }
+  wake_.notify_all();
+}
+
 WarmPool::Stats WarmPool::stats() {
   std::lock_guard lock(mutex_);
   Stats out = stats_;
@@ -81,6 +91,7 @@ WarmPool::Stats WarmPool::stats() {
 void WarmPool::fillLoop() {
   auto delay = options_.retry_delay;
   std::unique_lock lock(mutex_);
+  if (options_.start_delay.count() > 0) waitForClient(lock);
   while (!stopping_) {
     if (ready_.size() >= options_.size) {
       wake_.wait_for(lock, kHealthCheckPeriod);
@@ -134,6 +145,15 @@ void WarmPool::fillLoop() {
       break;
     }
     ready_.push_back(std::move(made));
+  }
+}
+
+void WarmPool::waitForClient(std::unique_lock<std::mutex>& lock) {
+  if (wake_.wait_for(lock, options_.start_delay, [this] { return stopping_ || client_seen_; })) {
+    if (!stopping_) log()->debug("a client is here: filling the pool now");
+  } else {
+    log()->debug("no client request within {} ms of the start: filling the pool now",
+                 options_.start_delay.count());
   }
 }
 

@@ -1,7 +1,8 @@
 // Ready sandboxes of one profile (the server's default spec), so a new session skips the container
 // start. A background thread keeps `size` of them ready, creating one at a time so that refills
-// never crowd out the cold creations sessions are waiting for. A sandbox leaves the pool once,
-// to one session, and is never returned: no state crosses sessions.
+// never crowd out the cold creations sessions are waiting for. It may wait for a client before
+// the first one (start_delay): a process that is stopped before that never starts a container. A
+// sandbox leaves the pool once, to one session, and is never returned: no state crosses sessions.
 // Thread-safe: take() and stats() may be called from any thread.
 #pragma once
 
@@ -29,6 +30,10 @@ namespace server {
 
 struct WarmPoolOptions {
   std::size_t size = 2;
+  // How long the first fill waits for a client to show up (fillNow(), take()) before it starts
+  // anyway; 0: at once. A stop() during the wait ends the pool with nothing created (a stdio
+  // client's short-lived server/discover probe process, app/warm_up.h).
+  std::chrono::milliseconds start_delay{0};
   std::chrono::milliseconds retry_delay{1000};       // after a failed creation; doubles each time
   std::chrono::milliseconds max_retry_delay{30000};  // the cap of that back-off
   // Python modules a new sandbox imports before it is pooled (validated module names); empty:
@@ -56,6 +61,9 @@ class WarmPool {
   // cold). Wakes the filler.
   [[nodiscard]] std::unique_ptr<sandbox::Sandbox> take(const sandbox::SandboxSpec& spec);
 
+  // A client is here: the first fill starts now rather than at the end of start_delay.
+  void fillNow();
+
   struct Stats {
     std::size_t size = 0;   // target
     std::size_t ready = 0;  // waiting now
@@ -75,6 +83,7 @@ class WarmPool {
     std::unique_ptr<sandbox::Sandbox> sandbox;
   };
   void fillLoop();
+  void waitForClient(std::unique_lock<std::mutex>& lock);  // the start_delay wait
   void preload(sandbox::Sandbox& sandbox);
 
   sandbox::Backend& backend_;
@@ -84,6 +93,7 @@ class WarmPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool client_seen_ = false;  // fillNow() or take() ended the start_delay wait
   std::deque<Ready> ready_;
   Stats stats_;
   CancelToken stopping_token_;  // interrupts a preload when stop() comes

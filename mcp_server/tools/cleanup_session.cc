@@ -27,7 +27,7 @@ Tool makeCleanupSessionTool() {
                 if (auto problem = server::SessionRegistry::checkSessionId(id)) {
                   return ToolResult::failure(*problem);
                 }
-                if (!ctx.sessions.remove(ctx.owner, id)) {
+                if (!ctx.sessions.remove(ctx.caller.owner, id)) {
                   return ToolResult::failure("Unknown session '" + id +
                                              "': nothing to clean up (it may have expired). "
                                              "list_sessions shows your sessions.");

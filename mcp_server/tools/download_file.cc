@@ -36,7 +36,7 @@ Tool makeDownloadFileTool(const config::ServerConfig& config) {
   const auto max_bytes = static_cast<std::size_t>(config.execution.max_file_bytes);
   return Tool{
       std::move(spec), [max_bytes](const json& arguments, ToolContext& ctx) {
-        auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+        auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"));
         server::SessionUse use(session);
         const auto path = arguments.at("path").get<std::string>();
         const std::string bytes = session->sandbox().readFile(path, max_bytes);

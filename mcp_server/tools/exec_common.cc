@@ -313,10 +313,10 @@ json execOutputSchema() {
 ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKind kind,
                         const std::string& code) {
   const auto parsed = parseSessionOptions(arguments, ctx.config);
-  const auto slot = ctx.sessions.claimExecutionSlot(ctx.owner);
+  const auto slot = ctx.sessions.claimExecutionSlot(ctx.caller);
   const std::string requested_id = arguments.value("session_id", "");
   auto acquired =
-      ctx.sessions.acquire(ctx.owner, requested_id, parsed.options, parsed.given, &ctx.cancel);
+      ctx.sessions.acquire(ctx.caller, requested_id, parsed.options, parsed.given, &ctx.cancel);
   server::SessionUse session(acquired.session);
   std::vector<std::string> warnings;
   if (acquired.lost_reason) {

@@ -44,7 +44,7 @@ Tool makeGetSessionStatsTool() {
        {"openWorldHint", false}}};
   return Tool{
       std::move(spec), [](const json& arguments, ToolContext& ctx) {
-        auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+        auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"));
         auto& box = session->sandbox();
         ToolResult out;
         out.structured = {{"session_id", session->id()},

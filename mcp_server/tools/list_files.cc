@@ -37,7 +37,7 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
        {"idempotentHint", true},
        {"openWorldHint", false}}};
   return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
-                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+                auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"));
                 server::SessionUse use(session);
                 const auto path = arguments.value("path", ".");
                 const auto listing = session->sandbox().listFiles(path);

@@ -32,7 +32,7 @@ Tool makeListSessionsTool() {
   return Tool{std::move(spec), [](const json&, ToolContext& ctx) {
                 json items = json::array();
                 std::string text;
-                for (const auto& s : ctx.sessions.list(ctx.owner)) {
+                for (const auto& s : ctx.sessions.list(ctx.caller.owner)) {
                   items.push_back({{"session_id", s->id()},
                                    {"image", s->sandbox().image()},
                                    {"runtime", s->sandbox().runtime()},

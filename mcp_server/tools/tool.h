@@ -12,6 +12,7 @@
 
 #include "common/cancel_token.h"
 #include "config/config.h"
+#include "server/caller.h"
 
 namespace server {
 class SessionRegistry;
@@ -115,7 +116,7 @@ struct ToolInputs {
 class ToolMetrics;
 
 struct ToolContext {
-  const std::string& owner;  // the MCP client connection; sessions are scoped to it
+  const server::Caller& caller;  // whose sessions the call reaches, and whose limits it uses
   CancelToken& cancel;
   server::SessionRegistry& sessions;
   const config::ServerConfig& config;

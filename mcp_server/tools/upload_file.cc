@@ -51,7 +51,7 @@ Tool makeUploadFileTool(const config::ServerConfig& config) {
                       "file of " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +
                       std::to_string(max_bytes) + " bytes (execution.max_file_bytes)");
                 }
-                auto session = ctx.sessions.find(ctx.owner, arguments.at("session_id"));
+                auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"));
                 server::SessionUse use(session);
                 const auto written =
                     session->sandbox().writeFile(arguments.at("path").get<std::string>(), bytes);

@@ -154,6 +154,7 @@ void HttpConnection::onReadHeader(beast::error_code ec, std::size_t /*bytes*/) {
                  !parser_->is_done());
     return;
   }
+  principal_ = authenticate(header, context_->guard).value_or(jsonrpc::Principal{});
   if (!parser_->is_done() &&
       iequals(std::string_view(header[http::field::expect]), "100-continue")) {
     enqueue(WriteItem{WriteItem::Kind::kContinue, nullptr, nullptr, {}, false, false});

@@ -60,7 +60,7 @@ struct HttpServerContext {
   std::shared_ptr<BodyBudget> body_budget;
   std::atomic<std::uint64_t> next_stream_id{1};
   std::atomic<bool> draining{false};  // HttpTransport::beginDrain(): no new MCP sessions
-  // Held while the endpoint of 2026-07-28 requests (the local principal's) is looked up or opened.
+  // Held while the endpoint of a principal's 2026-07-28 requests is looked up or opened.
   std::mutex principal_mutex;
 
   // Live connections, so stop() can close them.
@@ -135,9 +135,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   [[nodiscard]] static ParsedBody parseBody(const std::string& body);
   void onBodyParsed(ParsedBody parsed, const std::string& session_id);
   void handleDelete();
-  // A lease on the endpoint that serves 2026-07-28 requests (no MCP session): the local
-  // principal's, opened on first use and kept in the session registry; nullopt when it cannot be
-  // opened.
+  // A lease on the endpoint that serves the request's principal's 2026-07-28 requests (no MCP
+  // session), opened on first use and kept in the session registry under "principal:<name>";
+  // nullopt when it cannot be opened.
   [[nodiscard]] std::optional<SessionRegistry::Lease> principalLease();
   void handlePlainGet();
   void dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> endpoint,
@@ -148,7 +148,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // back to the strand (http_connection_handling.cc).
   void runRequest(std::uint64_t serial, const json& message, jsonrpc::Endpoint& endpoint,
                   const std::string& session_id, const RequestHolds& holds);
-  void runInitialize(std::uint64_t serial, const json& message);
+  void runInitialize(std::uint64_t serial, const json& message,
+                     const jsonrpc::Principal& principal);
   [[nodiscard]] std::optional<json> handleSafely(jsonrpc::Endpoint& endpoint, const json& message,
                                                  jsonrpc::RequestContext& ctx) const;
   void onNotify(std::uint64_t request_serial, const json& message);
@@ -187,6 +188,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   ConnectionLimiter::Slot slot_;              // after context_: released before the context can go
   BodyBudget::Reservation body_reservation_;  // the current request's body; see reserveBody()
   std::string remote_;
+  jsonrpc::Principal principal_;  // who the request being answered authenticated as
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
 

@@ -79,7 +79,8 @@ void HttpConnection::runRequest(std::uint64_t serial, const json& message,
 }
 
 // Worker thread: opens a session under a fresh id and keeps it only if initialize succeeds.
-void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
+void HttpConnection::runInitialize(std::uint64_t serial, const json& message,
+                                   const jsonrpc::Principal& principal) {
   auto self = shared_from_this();
   std::string session_id;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
@@ -107,7 +108,7 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
       result = tooMany();
     } else {
       session_id = newSessionId(context_->options.session_route_tag);
-      endpoint = context_->factory->open(session_id);
+      endpoint = context_->factory->open(session_id, principal);
     }
   } catch (const std::exception& e) {
     log().error("http {}: opening a session failed: {}", remote_, e.what());
@@ -122,7 +123,7 @@ void HttpConnection::runInitialize(std::uint64_t serial, const json& message) {
     ctx.notify = [](const json&) {};
     result = handleSafely(*endpoint, message, ctx);
     if (result && isSuccess(*result) &&
-        !context_->sessions.add(session_id, endpoint, SessionRegistry::Clock::now(),
+        !context_->sessions.add(session_id, principal.name, endpoint, SessionRegistry::Clock::now(),
                                 max_sessions)) {
       result = tooMany();  // others were opened meanwhile
     }

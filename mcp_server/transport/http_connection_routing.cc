@@ -26,7 +26,10 @@ json idOf(const json& message) { return isRequest(message) ? message["id"] : jso
 
 // Ids of the registry's principal entries: never minted for a client (minted ids are hex).
 constexpr std::string_view kPrincipalPrefix = "principal:";
-constexpr const char* kLocalPrincipal = "principal:local";
+
+std::string principalOwner(const jsonrpc::Principal& principal) {
+  return std::string(kPrincipalPrefix) + principal.name;
+}
 
 }  // namespace
 
@@ -137,7 +140,8 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
   if (!session_id.empty()) {
     auto lease = session_id.starts_with(kPrincipalPrefix)
                      ? std::nullopt
-                     : context_->sessions.acquire(session_id, SessionRegistry::Clock::now());
+                     : context_->sessions.acquire(session_id, principal_.name,
+                                                  SessionRegistry::Clock::now());
     if (!lease) {
       respondJson(http::status::not_found,
                   errorResponse(kSessionNotFound,
@@ -176,7 +180,8 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
       return;
     }
     auto endpoint = lease->endpoint();
-    dispatch(std::move(message), std::move(endpoint), std::move(lease), kLocalPrincipal, false);
+    dispatch(std::move(message), std::move(endpoint), std::move(lease), principalOwner(principal_),
+             false);
     return;
   }
   if (isInitialize(message)) {
@@ -200,16 +205,19 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
 
 std::optional<SessionRegistry::Lease> HttpConnection::principalLease() {
   const auto now = SessionRegistry::Clock::now();
+  const std::string owner = principalOwner(principal_);
   std::lock_guard lock(context_->principal_mutex);  // one endpoint per principal, ever
-  if (auto lease = context_->sessions.acquire(kLocalPrincipal, now)) return lease;
+  if (auto lease = context_->sessions.acquire(owner, principal_.name, now)) return lease;
   try {
-    auto endpoint = context_->factory->open(kLocalPrincipal);
-    context_->sessions.add(kLocalPrincipal, std::move(endpoint), now);  // not bounded by sessions
+    auto endpoint = context_->factory->open(owner, principal_);
+    // Not bounded by http.max_sessions: one per principal.
+    context_->sessions.add(owner, principal_.name, std::move(endpoint), now);
   } catch (const std::exception& e) {
-    log().error("http {}: opening the local principal's endpoint failed: {}", remote_, e.what());
+    log().error("http {}: opening principal {}'s endpoint failed: {}", remote_, principal_.name,
+                e.what());
     return std::nullopt;
   }
-  return context_->sessions.acquire(kLocalPrincipal, now);
+  return context_->sessions.acquire(owner, principal_.name, now);
 }
 
 void HttpConnection::handleDelete() {
@@ -226,7 +234,7 @@ void HttpConnection::handleDelete() {
                               "session to end"));
     return;
   }
-  auto endpoint = context_->sessions.remove(session_id);
+  auto endpoint = context_->sessions.remove(session_id, principal_.name);
   if (!endpoint) {
     respondJson(http::status::not_found,
                 errorResponse(kSessionNotFound, "Session not found: it expired or was deleted"));
@@ -265,9 +273,9 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
   hang_up_ = lightweight ? nullptr : std::make_shared<CancelToken>();
   auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
               endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session, cancel,
-              hang_up = hang_up_] {
+              hang_up = hang_up_, principal = principal_] {
     if (opens_session) {
-      self->runInitialize(serial, message);
+      self->runInitialize(serial, message, principal);
     } else {
       self->runRequest(serial, message, *endpoint, sid, {cancel, hang_up, shared_lease});
     }

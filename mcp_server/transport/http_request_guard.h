@@ -11,11 +11,20 @@
 #include <utility>
 #include <vector>
 
+#include "jsonrpc/endpoint.h"
+
 namespace transport {
+
+// A bearer token of the tokens file and the principal it authenticates.
+struct PrincipalToken {
+  std::string name;
+  std::string token;
+};
 
 struct RequestGuardConfig {
   std::string path = "/mcp";
-  std::string token;  // empty: no Authorization required
+  std::string token;  // principal "default"; with principal_tokens empty too: none required
+  std::vector<PrincipalToken> principal_tokens;
   std::vector<std::string> allowed_origins;
   bool require_loopback_host = true;   // set when bound to a loopback address
   std::vector<std::string> get_paths;  // plain GET/HEAD endpoints (health, metrics) beside `path`
@@ -36,6 +45,11 @@ struct Rejection {
 // True when the request goes to one of config.get_paths (after checkRequest let it through).
 [[nodiscard]] bool isPlainGet(const boost::beast::http::request_header<>& request,
                               const RequestGuardConfig& config);
+
+// The principal the request's Authorization names: "local" when no token is configured, nullopt
+// when tokens are configured and none matches (checkRequest refuses it then).
+[[nodiscard]] std::optional<jsonrpc::Principal> authenticate(
+    const boost::beast::http::request_header<>& request, const RequestGuardConfig& config);
 
 // An MCP-Protocol-Version header naming a version this server does not speak. checkRequest()
 // applies it to DELETE only: a POST's version is judged with its body (2026-07-28 requests by

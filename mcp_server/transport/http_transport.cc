@@ -154,6 +154,7 @@ HttpTransport::HttpTransport(std::shared_ptr<jsonrpc::EndpointFactory> factory,
   RequestGuardConfig guard;
   guard.path = options.path;
   guard.token = options.token;
+  guard.principal_tokens = options.principal_tokens;
   guard.allowed_origins = options.allowed_origins;
   for (const auto& [path, handler] : options.get_endpoints) guard.get_paths.push_back(path);
   io_ = std::make_unique<IoState>(std::max<std::size_t>(options.io_threads, 1));
@@ -171,11 +172,11 @@ void HttpTransport::start() {
   }
   const auto& options = context_->options;
   const net::ip::address address = parseBindAddress(options.address);
-  if (!address.is_loopback() && options.token.empty()) {
+  if (!address.is_loopback() && options.token.empty() && options.principal_tokens.empty()) {
     throw std::invalid_argument(
         "refusing to serve HTTP on non-loopback address " + options.address +
-        " without a bearer token: pass --token-file FILE or set SANDBOX_MCP_TOKEN (or bind to "
-        "127.0.0.1)");
+        " without a bearer token: pass --token-file FILE or --tokens-file FILE, or set "
+        "SANDBOX_MCP_TOKEN (or bind to 127.0.0.1)");
   }
   // Browsers reach loopback servers through DNS names they were tricked into resolving to
   // 127.0.0.1; on a loopback bind only loopback Host names are legitimate.
@@ -215,8 +216,9 @@ void HttpTransport::start() {
       io_->running_cv.notify_all();
     });
   }
-  log().info("http transport listening on http://{}:{}{}{}", options.address, bound_port_,
-             options.path, options.token.empty() ? "" : " (bearer token required)");
+  log().info(
+      "http transport listening on http://{}:{}{}{}", options.address, bound_port_, options.path,
+      options.token.empty() && options.principal_tokens.empty() ? "" : " (bearer token required)");
 }
 
 void HttpTransport::startAccepting() { io_->startAccepting(context_); }

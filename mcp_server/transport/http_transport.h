@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "jsonrpc/endpoint.h"
+#include "transport/http_request_guard.h"
 #include "transport/origin_check.h"
 
 namespace transport {
@@ -37,8 +38,11 @@ struct HttpTransportOptions {
   std::string address = "127.0.0.1";
   std::uint16_t port = 8080;  // 0 picks an ephemeral port; see HttpTransport::port()
   std::string path = "/mcp";
-  // Bearer token every request must carry; empty disables the check (loopback only).
+  // Bearer token every request must carry (principal "default"); empty with principal_tokens
+  // empty too disables the check (loopback only).
   std::string token;
+  // The tokens file's tokens, each authenticating its principal (config/principals.h).
+  std::vector<PrincipalToken> principal_tokens;
   // Origin allowlist; "scheme://host" allows any port, "scheme://host:port" only that one.
   std::vector<std::string> allowed_origins = defaultAllowedOrigins();
   std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;  // config: http.max_body_bytes

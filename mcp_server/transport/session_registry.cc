@@ -39,10 +39,12 @@ SessionRegistry::Lease::~Lease() {
   entry_->last_used = Clock::now();
 }
 
-bool SessionRegistry::add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
-                          Clock::time_point now, std::size_t max_sessions) {
+bool SessionRegistry::add(const std::string& id, const std::string& principal,
+                          std::shared_ptr<jsonrpc::Endpoint> endpoint, Clock::time_point now,
+                          std::size_t max_sessions) {
   auto entry = std::make_shared<Entry>();
   entry->endpoint = std::move(endpoint);
+  entry->principal = principal;
   entry->last_used = now;
   std::lock_guard lock(mutex_);
   if (max_sessions != 0 && sessions_.size() >= max_sessions) return false;
@@ -51,10 +53,11 @@ bool SessionRegistry::add(const std::string& id, std::shared_ptr<jsonrpc::Endpoi
 }
 
 std::optional<SessionRegistry::Lease> SessionRegistry::acquire(const std::string& id,
+                                                               const std::string& principal,
                                                                Clock::time_point now) {
   std::lock_guard lock(mutex_);
   const auto it = sessions_.find(id);
-  if (it == sessions_.end()) return std::nullopt;
+  if (it == sessions_.end() || it->second->principal != principal) return std::nullopt;
   {
     std::lock_guard entry_lock(it->second->mutex);
     ++it->second->active;
@@ -63,10 +66,11 @@ std::optional<SessionRegistry::Lease> SessionRegistry::acquire(const std::string
   return Lease(it->second);
 }
 
-std::shared_ptr<jsonrpc::Endpoint> SessionRegistry::remove(const std::string& id) {
+std::shared_ptr<jsonrpc::Endpoint> SessionRegistry::remove(const std::string& id,
+                                                           const std::string& principal) {
   std::lock_guard lock(mutex_);
   const auto it = sessions_.find(id);
-  if (it == sessions_.end()) return nullptr;
+  if (it == sessions_.end() || it->second->principal != principal) return nullptr;
   auto endpoint = it->second->endpoint;
   sessions_.erase(it);
   return endpoint;

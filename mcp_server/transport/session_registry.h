@@ -26,6 +26,7 @@ class SessionRegistry {
  private:
   struct Entry {
     std::shared_ptr<jsonrpc::Endpoint> endpoint;
+    std::string principal;  // who opened it: only they reach it
     std::mutex mutex;
     std::size_t active = 0;  // requests currently using the session
     Clock::time_point last_used;
@@ -54,13 +55,17 @@ class SessionRegistry {
     std::shared_ptr<Entry> entry_;
   };
 
-  // Keeps the session unless `max_sessions` (0: no bound) are open already; false: not kept.
-  bool add(const std::string& id, std::shared_ptr<jsonrpc::Endpoint> endpoint,
-           Clock::time_point now, std::size_t max_sessions = 0);
-  // nullopt for an unknown or expired id.
-  [[nodiscard]] std::optional<Lease> acquire(const std::string& id, Clock::time_point now);
-  // Forgets the session and returns its endpoint (for the caller to close), or nullptr.
-  [[nodiscard]] std::shared_ptr<jsonrpc::Endpoint> remove(const std::string& id);
+  // Keeps the session of `principal` unless `max_sessions` (0: no bound) are open already;
+  // false: not kept.
+  bool add(const std::string& id, const std::string& principal,
+           std::shared_ptr<jsonrpc::Endpoint> endpoint, Clock::time_point now,
+           std::size_t max_sessions = 0);
+  // nullopt for an unknown or expired id, or one another principal opened.
+  [[nodiscard]] std::optional<Lease> acquire(const std::string& id, const std::string& principal,
+                                             Clock::time_point now);
+  // Forgets `principal`'s session and returns its endpoint (for the caller to close), or nullptr.
+  [[nodiscard]] std::shared_ptr<jsonrpc::Endpoint> remove(const std::string& id,
+                                                          const std::string& principal);
   // Forgets sessions unused for `idle_timeout` and not in use; returns their endpoints.
   [[nodiscard]] std::vector<std::shared_ptr<jsonrpc::Endpoint>> takeIdle(
       Clock::time_point now, Clock::duration idle_timeout);

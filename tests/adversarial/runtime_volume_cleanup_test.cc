@@ -70,15 +70,15 @@ class VolumeCleanup : public ServerFixture {
 };
 
 TEST_F(VolumeCleanup, SessionEndRemovesTheImagesAnonymousVolume) {
-  const auto result = call("run_shell", {{"command", "echo x > /data/f 2>/dev/null; echo done"},
-                                         {"image", image},
-                                         {"session_id", "vol"}});
+  const auto result =
+      call("run_shell", {{"command", "echo x > /data/f 2>/dev/null; echo done"}, {"image", image}});
   ASSERT_FALSE(result.value("isError", false)) << result.dump();
-  const auto stats = call("get_session_stats", {{"session_id", "vol"}})["structuredContent"];
+  const std::string vol = result["structuredContent"]["session_id"];
+  const auto stats = call("get_session_stats", {{"session_id", vol}})["structuredContent"];
   const std::string volume = anonymousVolumeOf(stats["container_id"]);
   ASSERT_FALSE(volume.empty()) << "the image's VOLUME gave the container no volume";
   ASSERT_TRUE(volumeExists(volume));
-  EXPECT_EQ(call("cleanup_session", {{"session_id", "vol"}})["structuredContent"]["status"],
+  EXPECT_EQ(call("cleanup_session", {{"session_id", vol}})["structuredContent"]["status"],
             "success");
   EXPECT_TRUE(volumeGoneWithin(volume, 10s)) << "anonymous volume " << volume << " leaked";
 }

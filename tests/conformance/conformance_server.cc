@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   features.completions = &completions;
   features.subscriptions = &subscriptions;
   features.session_resources = false;
-  auto protocol = std::make_shared<mcp::McpServer>(config, sessions, tools, nullptr, features);
+  auto protocol = std::make_shared<mcp::McpServer>(config, sessions, tools, nullptr,
+                                                   std::vector<config::Principal>{}, features);
 
   transport::HttpTransport server(protocol, options);
   std::thread watcher = stopOnSignal(server);

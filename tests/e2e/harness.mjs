@@ -5,6 +5,8 @@ import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio';
 // Result schemas for task requests; bench/ imports them from here (it has no node_modules).
 export { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
@@ -24,6 +26,24 @@ export async function connectStdio(extraArgs = []) {
   const stderr = [];
   transport.stderr?.on('data', (chunk) => stderr.push(chunk.toString()));
   const client = newClient();
+  await client.connect(transport);
+  return { client, transport, stderr };
+}
+
+// The same with the v2 client (@modelcontextprotocol/client, MCP 2026-07-28); `mode` is its
+// versionNegotiation mode: { pin: '2026-07-28' }, 'auto' or 'legacy'. Pinned or auto, it first runs
+// a short-lived copy of the server command for its server/discover probe (stderr discarded), stops
+// it and only then starts the server it keeps (`transport.pid`).
+export async function connectStdioV2(mode, extraArgs = []) {
+  const transport = new StdioClientTransportV2({
+    command: SERVER_BIN,
+    args: ['--stdio', ...extraArgs],
+    stderr: 'pipe',
+  });
+  const stderr = [];
+  transport.stderr?.on('data', (chunk) => stderr.push(chunk.toString()));
+  const client = new ClientV2({ name: 'sandbox-mcp-e2e-v2', version: '1.0.0' },
+    { versionNegotiation: { mode } });
   await client.connect(transport);
   return { client, transport, stderr };
 }

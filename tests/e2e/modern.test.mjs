@@ -11,7 +11,8 @@ import { after, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import {
-  SERVER_BIN, connectHttp, containersOfInstance, startHttpServer, stopServer, waitFor,
+  SERVER_BIN, connectHttp, connectStdioV2, containersOfInstance, startHttpServer, stopServer,
+  waitFor,
 } from './harness.mjs';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-modern-'));
@@ -79,6 +80,58 @@ test('a client in auto mode chooses 2026-07-28', async () => {
   } finally {
     await client.close();
   }
+});
+
+// What the v2 client's stdio probe does to a copy of the server: server/discover, then stdin
+// closed and SIGTERM (SIGKILL if it has not exited a second later). Such a copy must start no
+// sandbox (its warm pool waits for a client request), so it has nothing to remove and exits at once.
+test('a process that only answers server/discover starts no sandbox and exits cleanly on SIGTERM', async () => {
+  const config = configFile({ pool: { size: 2 } });
+  const child = spawn(SERVER_BIN, ['--stdio', '--config', config.file, '--log-level', 'debug'],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (chunk) => { log += chunk.toString(); });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const answered = new Promise((resolve) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(JSON.parse(out.slice(0, out.indexOf('\n'))));
+    });
+  });
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'server/discover', params: { _meta: {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': {},
+  } } })}\n`);
+  const reply = await answered;
+  assert.deepEqual(reply.result.supportedVersions, ['2026-07-28'], JSON.stringify(reply));
+  child.stdin.end();
+  child.kill('SIGTERM');
+  assert.deepEqual(await exited, { code: 0, signal: null }, log);
+  // Nothing to wait for: no container was ever made for this instance.
+  assert.deepEqual(await containersOfInstance(config.instanceId), [], log);
+  assert.doesNotMatch(log, /started under|pooled sandbox/, 'the probe copy started a sandbox');
+  assert.match(log, /stopped; all sandboxes removed/);
+});
+
+test('the session server of a pinned client fills its warm pool and its first run_code takes from it', async () => {
+  const config = configFile();
+  const { client, stderr } = await connectStdioV2({ pin: '2026-07-28' },
+    ['--config', config.file, '--log-level', 'debug']);
+  try {
+    await client.listTools(); // what a host does on connecting: the pool starts filling now
+    await waitFor(() => /pooled sandbox \S+ ready in/.test(stderr.join('')), 60000,
+      'a pooled sandbox to be ready');
+    const first = await run(client, 'run_code', { code: '1 + 1' });
+    assert.equal(first.result, '2');
+    const stats = await run(client, 'get_session_stats', { session_id: first.session_id });
+    assert.equal(stats.warm_start, true, JSON.stringify(stats));
+    await run(client, 'cleanup_session', { session_id: first.session_id });
+  } finally {
+    await client.close();
+  }
+  await waitFor(async () => (await containersOfInstance(config.instanceId)).length === 0, 30000,
+    `the containers of instance ${config.instanceId} to go`);
 });
 
 // Raw JSON lines over stdio: what a client gets for a malformed or foreign request, and that the

@@ -2,6 +2,9 @@
 // failure modes a sandbox must survive (runaway loops, memory hogs, output floods, no network).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "config/config.h"
 #include "mcp/mcp_server.h"
 #include "sandbox/docker/docker_backend.h"
@@ -47,7 +50,26 @@ class ToolsIntegration : public ::testing::Test {
     sessions->shutdown();
   }
 
+  // `arguments.session_id` is a name the test gives a session: the first run_code or run_shell
+  // under it starts one (the server mints its id), and later calls use that id.
   json call(const std::string& tool, json arguments) {
+    std::string alias;
+    if (const auto named = arguments.find("session_id"); named != arguments.end()) {
+      alias = named->get<std::string>();
+      if (const auto known = ids_.find(alias); known != ids_.end()) {
+        *named = known->second;
+      } else if (tool == "run_code" || tool == "run_shell") {
+        arguments.erase("session_id");
+      }
+    }
+    json result = send(tool, std::move(arguments));
+    if (!alias.empty() && !ids_.contains(alias) && result.contains("structuredContent") &&
+        result["structuredContent"].contains("session_id")) {
+      ids_[alias] = result["structuredContent"]["session_id"];
+    }
+    return result;
+  }
+  json send(const std::string& tool, const json& arguments) {
     jsonrpc::RequestContext ctx;
     auto reply = endpoint->handle({{"jsonrpc", "2.0"},
                                    {"id", ++next_id},
@@ -82,6 +104,9 @@ class ToolsIntegration : public ::testing::Test {
   std::unique_ptr<mcp::McpServer> mcp;
   std::shared_ptr<jsonrpc::Endpoint> endpoint;
   int next_id = 0;
+
+ private:
+  std::map<std::string, std::string> ids_;  // session names the test gave -> their ids
 };
 
 TEST_F(ToolsIntegration, SeedExamplesWork) {

@@ -65,7 +65,8 @@ class McpFeaturesTest : public ::testing::Test {
     features.session_resources = false;
     sessions = std::make_unique<server::SessionRegistry>(
         cfg, std::make_unique<server::SessionFactory>(cfg, backend));
-    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry, nullptr, features);
+    server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry, nullptr,
+                                              std::vector<config::Principal>{}, features);
     endpoint = server->open("principal");
   }
 

@@ -114,6 +114,11 @@ class QueuedCancelTest : public ::testing::Test {
     readResponse(1);
     send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   }
+  // A new sandbox session (request id 90): its id.
+  std::string newSession() {
+    callTool(90, "run_code", {{"code", "1"}});
+    return readResponse(90)["structuredContent"].value("session_id", "");
+  }
   // Returns once a "wait-for-cancel" execution really blocks in the sandbox.
   bool waitUntilBlockedInSandbox() {
     for (int i = 0; i < 500; ++i) {
@@ -137,10 +142,11 @@ class QueuedCancelTest : public ::testing::Test {
 
 TEST_F(QueuedCancelTest, CancelledCallAnswersAtOnceWhileTheEarlierCallStillRuns) {
   initialize();
-  callTool(2, "run_code", {{"code", "wait-for-cancel"}, {"session_id", "s1"}});  // A
+  const std::string s1 = newSession();
+  callTool(2, "run_code", {{"code", "wait-for-cancel"}, {"session_id", s1}});  // A
   ASSERT_TRUE(waitUntilBlockedInSandbox());
-  callTool(3, "run_code", {{"code", "b"}, {"session_id", "s1"}});  // B, waits behind A
-  callTool(4, "run_code", {{"code", "c"}, {"session_id", "s1"}});  // C, waits behind B
+  callTool(3, "run_code", {{"code", "b"}, {"session_id", s1}});  // B, waits behind A
+  callTool(4, "run_code", {{"code", "c"}, {"session_id", s1}});  // C, waits behind B
   cancel(3);
 
   json b = readResponse(3);  // not const: a missing field reads as null
@@ -156,16 +162,17 @@ TEST_F(QueuedCancelTest, CancelledCallAnswersAtOnceWhileTheEarlierCallStillRuns)
   EXPECT_EQ(c["isError"], false) << c.dump();
   EXPECT_EQ(c["structuredContent"]["stdout"], "ran: c");
 
-  callTool(5, "get_session_stats", {{"session_id", "s1"}});
-  EXPECT_EQ(readResponse(5)["structuredContent"]["execution_count"], 2)
-      << "the sandbox ran A and C, never B";
+  callTool(5, "get_session_stats", {{"session_id", s1}});
+  EXPECT_EQ(readResponse(5)["structuredContent"]["execution_count"], 3)
+      << "the sandbox ran the first call, A and C, never B";
 }
 
 TEST_F(QueuedCancelTest, ClosingTheConnectionCancelsCallsStillWaitingTheirTurn) {
   initialize();
-  callTool(2, "run_code", {{"code", "wait-for-cancel"}, {"session_id", "s1"}});
+  const std::string s1 = newSession();
+  callTool(2, "run_code", {{"code", "wait-for-cancel"}, {"session_id", s1}});
   ASSERT_TRUE(waitUntilBlockedInSandbox());
-  callTool(3, "run_code", {{"code", "b"}, {"session_id", "s1"}});
+  callTool(3, "run_code", {{"code", "b"}, {"session_id", s1}});
   closeInput();  // EOF: after the drain timeout the endpoint is closed
 
   json answers = json::object();

@@ -62,6 +62,13 @@ class McpServerTest : public ::testing::Test {
   json call(jsonrpc::Endpoint& ep, const std::string& tool, json arguments) {
     return request(ep, "tools/call", {{"name", tool}, {"arguments", arguments}})["result"];
   }
+  // A new sandbox session of `ep`'s (run_code without session_id, plus `arguments`): its id.
+  std::string newSession(jsonrpc::Endpoint& ep, json arguments = json::object()) {
+    arguments["code"] = "1";
+    const auto result = call(ep, "run_code", std::move(arguments));
+    EXPECT_FALSE(result.value("isError", true)) << result.dump();
+    return result["structuredContent"].value("session_id", "");
+  }
   void initialize(jsonrpc::Endpoint& ep) {
     request(ep, "initialize",
             {{"protocolVersion", "2025-06-18"},

@@ -82,22 +82,43 @@ TEST_F(McpServerTest, RunCodeCreatesAndReusesSessions) {
   auto stats = call(*endpoint, "get_session_stats", {{"session_id", id}});
   EXPECT_EQ(stats["structuredContent"]["execution_count"], 2);
   EXPECT_EQ(stats["structuredContent"]["runtime"], "runsc");
-  auto named = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "my-session"}});
-  EXPECT_EQ(named["structuredContent"]["session_id"], "my-session");
+  auto fresh = call(*endpoint, "run_code", {{"code", "1"}});
+  EXPECT_NE(fresh["structuredContent"]["session_id"], id);
   EXPECT_EQ(
       call(*endpoint, "list_sessions", json::object())["structuredContent"]["sessions"].size(), 2U);
+}
+
+// Handles are minted: a name the client made up, or one of a session that ended, is an error
+// saying what to do, never a fresh empty sandbox.
+TEST_F(McpServerTest, AnUnknownOrEndedSessionIdIsAnErrorNotAFreshSandbox) {
+  initialize(*endpoint);
+  auto named = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "my-session"}});
+  EXPECT_TRUE(named["isError"]);
+  EXPECT_NE(named["content"][0]["text"].get<std::string>().find("Unknown session 'my-session'"),
+            std::string::npos)
+      << named.dump();
+  EXPECT_EQ(backend.created, 0);
+  const std::string id = newSession(*endpoint);
+  EXPECT_FALSE(call(*endpoint, "cleanup_session", {{"session_id", id}})["isError"]);
+  auto ended = call(*endpoint, "run_shell", {{"command", "ls"}, {"session_id", id}});
+  EXPECT_TRUE(ended["isError"]);
+  const auto text = ended["content"][0]["text"].get<std::string>();
+  EXPECT_NE(text.find("has ended (cleanup_session ended it)"), std::string::npos) << text;
+  EXPECT_NE(text.find("without session_id"), std::string::npos) << text;
+  EXPECT_EQ(backend.created, 1);
 }
 
 TEST_F(McpServerTest, SessionsBelongToTheirOwner) {
   initialize(*endpoint);
   auto other = server->open("owner-b");
   initialize(*other);
-  call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "mine"}});
-  auto stolen = call(*other, "get_session_stats", {{"session_id", "mine"}});
+  const std::string mine = newSession(*endpoint);
+  auto stolen = call(*other, "get_session_stats", {{"session_id", mine}});
   EXPECT_TRUE(stolen["isError"]);
+  EXPECT_TRUE(call(*other, "run_code", {{"code", "1"}, {"session_id", mine}})["isError"]);
   EXPECT_TRUE(
       call(*other, "list_sessions", json::object())["structuredContent"]["sessions"].empty());
-  EXPECT_TRUE(call(*other, "cleanup_session", {{"session_id", "mine"}})["isError"]);
+  EXPECT_TRUE(call(*other, "cleanup_session", {{"session_id", mine}})["isError"]);
   other->close();
   EXPECT_EQ(backend.live, 1);
   endpoint->close();
@@ -106,12 +127,12 @@ TEST_F(McpServerTest, SessionsBelongToTheirOwner) {
 
 TEST_F(McpServerTest, OptionsAreFixedAtCreation) {
   initialize(*endpoint);
-  call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "s"}, {"environment", {{"A", "1"}}}});
+  const std::string s = newSession(*endpoint, {{"environment", {{"A", "1"}}}});
   auto same = call(*endpoint, "run_code",
-                   {{"code", "x"}, {"session_id", "s"}, {"environment", {{"A", "1"}}}});
+                   {{"code", "x"}, {"session_id", s}, {"environment", {{"A", "1"}}}});
   EXPECT_FALSE(same["isError"]);
   auto changed = call(*endpoint, "run_code",
-                      {{"code", "x"}, {"session_id", "s"}, {"environment", {{"A", "2"}}}});
+                      {{"code", "x"}, {"session_id", s}, {"environment", {{"A", "2"}}}});
   EXPECT_TRUE(changed["isError"]);
   EXPECT_NE(changed["content"][0]["text"].get<std::string>().find("different environment"),
             std::string::npos);
@@ -132,47 +153,48 @@ TEST_F(McpServerTest, SessionLimitGivesBusyError) {
 // so: state_lost plus a warning; never a silently empty sandbox under the old id.
 TEST_F(McpServerTest, DeadSandboxIsReplacedWithStateLostAndAWarning) {
   initialize(*endpoint);
-  auto first = call(*endpoint, "run_code", {{"code", "x = 1"}, {"session_id", "victim"}});
-  ASSERT_FALSE(first["isError"]) << first.dump();
+  const std::string victim = newSession(*endpoint);
   backend.sandboxes_alive->store(false);
   backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);  // new ones live
 
-  auto next = call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "victim"}});
+  auto next = call(*endpoint, "run_code", {{"code", "x"}, {"session_id", victim}});
   ASSERT_FALSE(next["isError"]) << next.dump();
   const auto& s = next["structuredContent"];
-  EXPECT_EQ(s["session_id"], "victim");
+  EXPECT_EQ(s["session_id"], victim);
   EXPECT_TRUE(s["state_lost"]);
   ASSERT_TRUE(s.contains("warnings")) << s.dump();
   EXPECT_NE(s["warnings"][0].get<std::string>().find("was lost"), std::string::npos);
   EXPECT_EQ(backend.created, 2);
 
-  auto after = call(*endpoint, "run_code", {{"code", "x"}, {"session_id", "victim"}});
+  auto after = call(*endpoint, "run_code", {{"code", "x"}, {"session_id", victim}});
   EXPECT_FALSE(after["structuredContent"]["state_lost"]) << "reported once, not forever";
   EXPECT_FALSE(after["structuredContent"].contains("warnings"));
 }
 
 TEST_F(McpServerTest, FileToolOnDeadSandboxSaysLostThenRunReportsIt) {
   initialize(*endpoint);
-  ASSERT_FALSE(call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}})["isError"]);
+  const std::string s = newSession(*endpoint);
   backend.sandboxes_alive->store(false);
   backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
-  auto listed = call(*endpoint, "list_files", {{"session_id", "s"}});
+  auto listed = call(*endpoint, "list_files", {{"session_id", s}});
   EXPECT_TRUE(listed["isError"]);
   EXPECT_NE(listed["content"][0]["text"].get<std::string>().find("was lost"), std::string::npos)
       << listed.dump();
-  auto next = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}});
+  auto next = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", s}});
   EXPECT_TRUE(next["structuredContent"]["state_lost"]) << next.dump();
 }
 
 TEST_F(McpServerTest, CleanupForgetsALostSandbox) {
   initialize(*endpoint);
-  ASSERT_FALSE(call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}})["isError"]);
+  const std::string s = newSession(*endpoint);
   backend.sandboxes_alive->store(false);
   backend.sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
-  (void)call(*endpoint, "list_files", {{"session_id", "s"}});  // notices and forgets it
-  (void)call(*endpoint, "cleanup_session", {{"session_id", "s"}});
-  auto next = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", "s"}});
-  EXPECT_FALSE(next["structuredContent"]["state_lost"]) << "an explicit cleanup is not a loss";
+  (void)call(*endpoint, "list_files", {{"session_id", s}});  // notices and forgets it
+  (void)call(*endpoint, "cleanup_session", {{"session_id", s}});
+  auto next = call(*endpoint, "run_code", {{"code", "1"}, {"session_id", s}});
+  EXPECT_TRUE(next["isError"]) << "an explicit cleanup ends the session: " << next.dump();
+  EXPECT_FALSE(next.contains("structuredContent") &&
+               next["structuredContent"].contains("state_lost"));
 }
 
 }  // namespace

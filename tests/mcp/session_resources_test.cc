@@ -132,19 +132,22 @@ class SessionResourcesTest : public ::testing::Test {
   void upload(const std::string& data, const std::string& path = "/w/file") {
     if (sessions->list("alice").empty()) {
       auto created =
-          request(*alice, "tools/call",
-                  {{"name", "run_code"}, {"arguments", {{"code", "1"}, {"session_id", "s1"}}}});
+          request(*alice, "tools/call", {{"name", "run_code"}, {"arguments", {{"code", "1"}}}});
       ASSERT_FALSE(created["result"]["isError"].get<bool>()) << created.dump();
+      s1 = created["result"]["structuredContent"]["session_id"];
     }
     auto r = request(*alice, "tools/call",
                      {{"name", "upload_file"},
                       {"arguments",
-                       {{"session_id", "s1"},
+                       {{"session_id", s1},
                         {"path", path},
                         {"content", common::base64Encode(data)},
                         {"encoding", "base64"}}}});
     ASSERT_FALSE(r["result"]["isError"].get<bool>()) << r.dump();
   }
+
+  // A URI of alice's session (upload() made it): "sandbox://<its id>" + `rest`.
+  [[nodiscard]] std::string uri(const std::string& rest) const { return "sandbox://" + s1 + rest; }
 
   // Follows next_uri from `uri` for at most `max_reads` reads; each link must point past the one
   // before. Returns the reads it took, or max_reads + 1 when the walk did not end.
@@ -169,6 +172,7 @@ class SessionResourcesTest : public ::testing::Test {
   std::unique_ptr<mcp::McpServer> server;
   std::shared_ptr<jsonrpc::Endpoint> alice;
   std::shared_ptr<jsonrpc::Endpoint> mallory;
+  std::string s1;  // alice's session, once upload() made it
   int next_id = 0;
 };
 
@@ -183,28 +187,28 @@ TEST_F(SessionResourcesTest, AdvertisesTheCapabilityAndTheTemplate) {
 
 TEST_F(SessionResourcesTest, ReadsTextWholeOrInRanges) {
   upload("hello, world");
-  auto r = read(*alice, "sandbox://s1/w/file");
+  auto r = read(*alice, uri("/w/file"));
   const auto& contents = r["result"]["contents"][0];
   EXPECT_EQ(contents["text"], "hello, world") << r.dump();
-  EXPECT_EQ(contents["uri"], "sandbox://s1/w/file");
+  EXPECT_EQ(contents["uri"], uri("/w/file"));
   EXPECT_EQ(contents["mimeType"], "text/plain");
   EXPECT_EQ(contents["_meta"]["sandbox-mcp/range"]["file_size"], 12);
   EXPECT_FALSE(contents["_meta"]["sandbox-mcp/range"].contains("next_uri"));
 
-  r = read(*alice, "sandbox://s1/w/file?offset=7&length=3");
+  r = read(*alice, uri("/w/file?offset=7&length=3"));
   EXPECT_EQ(r["result"]["contents"][0]["text"], "wor") << r.dump();
   EXPECT_EQ(r["result"]["contents"][0]["_meta"]["sandbox-mcp/range"]["next_uri"],
-            "sandbox://s1/w/file?offset=10&length=3");
+            uri("/w/file?offset=10&length=3"));
 }
 
 TEST_F(SessionResourcesTest, CapsOneReadAndPointsAtTheNextRange) {
   upload(std::string(3000, 'x'));
-  auto r = read(*alice, "sandbox://s1/w/file?length=100000");
+  auto r = read(*alice, uri("/w/file?length=100000"));
   const auto& contents = r["result"]["contents"][0];
   EXPECT_EQ(contents["text"].get<std::string>().size(), 1024U);
   EXPECT_EQ(contents["_meta"]["sandbox-mcp/range"]["next_uri"],
-            "sandbox://s1/w/file?offset=1024&length=1024");
-  r = read(*alice, "sandbox://s1/w/file?offset=3000");
+            uri("/w/file?offset=1024&length=1024"));
+  r = read(*alice, uri("/w/file?offset=3000"));
   EXPECT_EQ(r["result"]["contents"][0]["text"], "");  // the end: empty, no next_uri
   EXPECT_FALSE(r["result"]["contents"][0]["_meta"]["sandbox-mcp/range"].contains("next_uri"));
 }
@@ -213,12 +217,12 @@ TEST_F(SessionResourcesTest, ARangeNeverSplitsACharacterAndBinaryIsABlob) {
   upload(
       "ab\xE2\x82\xAC"
       "cd");  // "ab€cd"
-  auto r = read(*alice, "sandbox://s1/w/file?length=4");
+  auto r = read(*alice, uri("/w/file?length=4"));
   EXPECT_EQ(r["result"]["contents"][0]["text"], "ab") << r.dump();  // € left for the next range
   EXPECT_EQ(r["result"]["contents"][0]["_meta"]["sandbox-mcp/range"]["next_uri"],
-            "sandbox://s1/w/file?offset=2&length=4");
+            uri("/w/file?offset=2&length=4"));
   upload(std::string("\x89PNG\r\n\x1a\n\xff\xfe", 10));
-  r = read(*alice, "sandbox://s1/w/file");
+  r = read(*alice, uri("/w/file"));
   EXPECT_FALSE(r["result"]["contents"][0].contains("text"));
   EXPECT_EQ(common::base64Decode(r["result"]["contents"][0]["blob"].get<std::string>()),
             std::string("\x89PNG\r\n\x1a\n\xff\xfe", 10));
@@ -229,36 +233,35 @@ TEST_F(SessionResourcesTest, ALengthOfZeroIsRefusedAndEveryLinkAdvancesToTheEnd)
   upload(
       "ab\xE2\x82\xAC"
       "cd");  // "ab€cd"
-  for (const char* uri :
-       {"sandbox://s1/w/file?length=0", "sandbox://s1/w/file?offset=2&length=0"}) {
-    const json r = read(*alice, uri);
-    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << uri << ": " << r.dump();
+  for (const std::string& zero : {uri("/w/file?length=0"), uri("/w/file?offset=2&length=0")}) {
+    const json r = read(*alice, zero);
+    EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams) << zero << ": " << r.dump();
     EXPECT_NE(r["error"]["message"].get<std::string>().find("length must be at least 1"),
               std::string::npos)
         << r.dump();
   }
-  EXPECT_EQ(follow("sandbox://s1/w/file?length=1", 20), 7) << "1 byte a read, through the €";
-  EXPECT_EQ(follow("sandbox://s1/w/file?length=2", 20), 4);
-  EXPECT_EQ(follow("sandbox://s1/w/file?offset=7", 20), 1) << "at the end: no link";
+  EXPECT_EQ(follow(uri("/w/file?length=1"), 20), 7) << "1 byte a read, through the €";
+  EXPECT_EQ(follow(uri("/w/file?length=2"), 20), 4);
+  EXPECT_EQ(follow(uri("/w/file?offset=7"), 20), 1) << "at the end: no link";
 }
 
 TEST_F(SessionResourcesTest, ARangeThatReturnsNothingLinksNowhere) {
   // The sandbox says the file is 100 bytes longer than a read returns (it shrank meanwhile).
   upload("abc", "/w/file.racing");
-  const json first = read(*alice, "sandbox://s1/w/file.racing");
+  const json first = read(*alice, uri("/w/file.racing"));
   const json& range = first["result"]["contents"][0]["_meta"]["sandbox-mcp/range"];
   EXPECT_EQ(range["file_size"], 103);
-  EXPECT_EQ(range["next_uri"], "sandbox://s1/w/file.racing?offset=3&length=1024");
+  EXPECT_EQ(range["next_uri"], uri("/w/file.racing?offset=3&length=1024"));
   const json empty = read(*alice, range["next_uri"].get<std::string>());
   EXPECT_EQ(empty["result"]["contents"][0]["text"], "");
   EXPECT_FALSE(empty["result"]["contents"][0]["_meta"]["sandbox-mcp/range"].contains("next_uri"))
       << empty.dump();
-  EXPECT_EQ(follow("sandbox://s1/w/file.racing?length=1", 20), 4);
+  EXPECT_EQ(follow(uri("/w/file.racing?length=1"), 20), 4);
 }
 
 TEST_F(SessionResourcesTest, AnotherClientCannotReadOrListASession) {
   upload("secret");
-  auto r = read(*mallory, "sandbox://s1/w/file");
+  auto r = read(*mallory, uri("/w/file"));
   EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound) << r.dump();
   EXPECT_EQ(r["error"]["message"].get<std::string>().find("secret"), std::string::npos);
   EXPECT_TRUE(request(*mallory, "resources/list")["result"]["resources"].empty());
@@ -360,9 +363,9 @@ TEST_F(SessionResourcesTest, BadRequestsGetErrorsThatSayWhatToDo) {
   r = read(*alice, "http://example.com/x");
   EXPECT_EQ(r["error"]["code"], jsonrpc::kInvalidParams);
   EXPECT_NE(r["error"]["message"].get<std::string>().find("sandbox://"), std::string::npos);
-  r = read(*alice, "sandbox://s1/w/missing");
+  r = read(*alice, uri("/w/missing"));
   EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound);
-  r = read(*alice, "sandbox://s1/w/file?offset=5");
+  r = read(*alice, uri("/w/file?offset=5"));
   EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound);  // past the end
   r = read(*alice, "sandbox://nope/w/file");
   EXPECT_EQ(r["error"]["code"], mcp::kResourceNotFound);

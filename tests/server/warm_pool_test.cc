@@ -157,4 +157,44 @@ TEST(WarmPool, StopDestroysEveryReadySandbox) {
   pool.stop();  // idempotent
 }
 
+TEST(WarmPool, WaitsForAClientBeforeTheFirstFill) {
+  testing_support::FakeBackend backend;
+  auto options = fastOptions(2);
+  options.start_delay = 1h;  // only fillNow() (or take()) ends the wait here
+  server::WarmPool pool(backend, defaultSpec, options);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(backend.created, 0) << "no client yet: nothing is created";
+  pool.fillNow();
+  ASSERT_TRUE(eventually([&] { return pool.stats().ready == 2; }));
+  pool.fillNow();  // later calls change nothing
+  EXPECT_EQ(backend.created, 2);
+}
+
+TEST(WarmPool, TakeEndsTheWaitForAClient) {
+  testing_support::FakeBackend backend;
+  auto options = fastOptions(1);
+  options.start_delay = 1h;
+  server::WarmPool pool(backend, defaultSpec, options);
+  EXPECT_EQ(pool.take(defaultSpec()), nullptr);  // the session starts cold, the pool fills now
+  EXPECT_TRUE(eventually([&] { return pool.stats().ready == 1; }));
+}
+
+TEST(WarmPool, FillsWhenNoClientCameWithinTheDelay) {
+  testing_support::FakeBackend backend;
+  auto options = fastOptions(1);
+  options.start_delay = 20ms;
+  server::WarmPool pool(backend, defaultSpec, options);
+  EXPECT_TRUE(eventually([&] { return pool.stats().ready == 1; }));
+}
+
+TEST(WarmPool, StopWhileWaitingForAClientCreatesNothing) {
+  testing_support::FakeBackend backend;
+  auto options = fastOptions(2);
+  options.start_delay = 1h;
+  server::WarmPool pool(backend, defaultSpec, options);
+  pool.stop();  // a discover probe stopped at once: no sandbox to remove
+  EXPECT_EQ(backend.created, 0);
+  EXPECT_EQ(backend.live, 0);
+}
+
 }  // namespace

@@ -57,7 +57,11 @@ struct ToolHarness {
     cfg.pool.size = 0;  // no sandboxes made ahead: backend counts are the sessions'
   }
 
-  tools::ToolContext context() { return {owner, cancel, sessions(), cfg, updates}; }
+  tools::ToolContext context() {
+    caller = {owner, owner, static_cast<std::size_t>(cfg.sessions.max_sessions_per_client),
+              static_cast<std::size_t>(cfg.execution.max_concurrent_per_client)};
+    return {caller, cancel, sessions(), cfg, updates};
+  }
   server::SessionRegistry& sessions() {
     if (!registry) {
       registry = std::make_unique<server::SessionRegistry>(
@@ -67,6 +71,7 @@ struct ToolHarness {
   }
 
   const std::string owner = "alice";
+  server::Caller caller;  // alice, as context() last made it
   CancelToken cancel;
   config::ServerConfig cfg;
   FakeBackend backend;

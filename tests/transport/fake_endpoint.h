@@ -179,10 +179,13 @@ class FakeEndpoint : public jsonrpc::Endpoint {
 
 class FakeFactory : public jsonrpc::EndpointFactory {
  public:
-  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner) override {
+  using jsonrpc::EndpointFactory::open;
+  std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner,
+                                          const jsonrpc::Principal& principal) override {
     auto endpoint = std::make_shared<FakeEndpoint>();
     std::lock_guard lock(mutex_);
     owners_.push_back(owner);
+    principals_.push_back(principal.name);
     endpoints_.push_back(endpoint);
     return endpoint;
   }
@@ -190,6 +193,11 @@ class FakeFactory : public jsonrpc::EndpointFactory {
   std::vector<std::string> owners() {
     std::lock_guard lock(mutex_);
     return owners_;
+  }
+  // The principal each endpoint was opened for, in the order of owners().
+  std::vector<std::string> principals() {
+    std::lock_guard lock(mutex_);
+    return principals_;
   }
   std::shared_ptr<FakeEndpoint> endpoint(std::size_t index) {
     std::lock_guard lock(mutex_);
@@ -203,6 +211,7 @@ class FakeFactory : public jsonrpc::EndpointFactory {
  private:
   std::mutex mutex_;
   std::vector<std::string> owners_;
+  std::vector<std::string> principals_;
   std::vector<std::shared_ptr<FakeEndpoint>> endpoints_;
 };
 

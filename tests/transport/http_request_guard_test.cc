@@ -114,4 +114,30 @@ TEST(Unit, GuardRequiresBearerTokenWhenConfigured) {
   EXPECT_EQ(statusOf(request, cfg), http::status::ok);
 }
 
+// Which principal a request is: the tokens file's name for its token, "default" for the one
+// --token-file token, "local" with no token configured; nothing for a wrong or missing token.
+TEST(Unit, GuardAuthenticatesEachTokenAsItsPrincipal) {
+  EXPECT_EQ(transport::authenticate(post(), config())->name, "local");
+  EXPECT_FALSE(transport::authenticate(post(), config())->from_tokens_file);
+
+  auto cfg = config(std::string(32, 'd'));
+  cfg.principal_tokens = {{"alice", std::string(32, 'a')}, {"bob", std::string(32, 'b')}};
+  const auto as = [&](const std::string& authorization) {
+    auto request = post();
+    if (!authorization.empty()) request.set(http::field::authorization, authorization);
+    return transport::authenticate(request, cfg);
+  };
+  EXPECT_FALSE(as(""));
+  EXPECT_FALSE(as("Bearer " + std::string(31, 'a')));
+  EXPECT_FALSE(as("Basic " + std::string(32, 'a')));
+  ASSERT_TRUE(as("Bearer " + std::string(32, 'a')));
+  EXPECT_EQ(as("Bearer " + std::string(32, 'a'))->name, "alice");
+  EXPECT_TRUE(as("bearer " + std::string(32, 'b'))->from_tokens_file);
+  EXPECT_EQ(as("bearer " + std::string(32, 'b'))->name, "bob");
+  EXPECT_EQ(as("Bearer " + std::string(32, 'd'))->name, "default");
+  EXPECT_FALSE(as("Bearer " + std::string(32, 'd'))->from_tokens_file);
+  auto refused = post();
+  EXPECT_EQ(statusOf(refused, cfg), http::status::unauthorized);
+}
+
 }  // namespace

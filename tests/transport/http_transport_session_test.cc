@@ -21,6 +21,7 @@ using http_test::initializeRequest;
 using http_test::Reply;
 using http_test::request;
 using transport_test::FakeFactory;
+using transport_test::json;
 using namespace std::chrono_literals;
 
 using Http = http_test::HttpFixture;
@@ -117,6 +118,56 @@ TEST_F(Http, BearerTokenIsRequiredWhenConfigured) {
   const Reply right = post(initializeRequest(), {"Authorization: Bearer t0ken-abc"});
   EXPECT_EQ(right.status, 200);
   EXPECT_EQ(server_->sessionCount(), 1u);
+}
+
+// The tokens file: each token is a principal. A session answers only the principal that opened
+// it (to another it does not exist: 404, and DELETE cannot end it), and each principal's
+// stateless (2026-07-28) requests go to an endpoint of its own.
+TEST_F(Http, EachTokenIsAPrincipalThatAloneReachesItsSessions) {
+  transport::HttpTransportOptions options;
+  options.principal_tokens = {{"alice", std::string(32, 'a')}, {"bob", std::string(32, 'b')}};
+  options.token = std::string(32, 'd');
+  startServer(options);
+  const std::string alice = "Authorization: Bearer " + std::string(32, 'a');
+  const std::string bob = "Authorization: Bearer " + std::string(32, 'b');
+  EXPECT_EQ(post(initializeRequest()).status, 401);
+  EXPECT_EQ(post(initializeRequest(), {"Authorization: Bearer " + std::string(32, 'c')}).status,
+            401);
+
+  const Reply opened = post(initializeRequest(), {alice});
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  const std::string session = opened.header("mcp-session-id");
+  EXPECT_EQ(post(request(2, "ping"), {bob, "Mcp-Session-Id: " + session}).status, 404);
+  Call del;
+  del.method = "DELETE";
+  del.headers = {bob, "Mcp-Session-Id: " + session};
+  EXPECT_EQ(call(del).status, 404);
+  EXPECT_EQ(server_->sessionCount(), 1u);
+  EXPECT_EQ(post(request(3, "ping"), {alice, "Mcp-Session-Id: " + session}).status, 200);
+
+  // A method the fake endpoint answers: its -32601 would be a 404 (modernAnswerStatus).
+  const json modern = {{"jsonrpc", "2.0"},
+                       {"id", 4},
+                       {"method", "echo"},
+                       {"params",
+                        {{"_meta",
+                          {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                           {"io.modelcontextprotocol/clientCapabilities", json::object()}}}}}};
+  const std::vector<std::string> modern_headers = {"MCP-Protocol-Version: 2026-07-28",
+                                                   "Mcp-Method: echo"};
+  for (const auto& who : {alice, bob, alice, "Authorization: Bearer " + std::string(32, 'd')}) {
+    auto headers = modern_headers;
+    headers.push_back(who);
+    EXPECT_EQ(post(modern, headers).status, 200);
+  }
+  const auto owners = factory_->owners();
+  const auto principals = factory_->principals();
+  ASSERT_EQ(owners.size(), 4u) << "one session, then one endpoint per principal";
+  EXPECT_EQ(principals[0], "alice");
+  EXPECT_EQ(owners[1], "principal:alice");
+  EXPECT_EQ(owners[2], "principal:bob");
+  EXPECT_EQ(principals[2], "bob");
+  EXPECT_EQ(owners[3], "principal:default");
 }
 
 TEST_F(Http, DeleteEndsSession) {

@@ -27,17 +27,29 @@ TEST(Unit, SessionRegistryFindsAndRemoves) {
   SessionRegistry registry;
   auto endpoint = std::make_shared<FakeEndpoint>();
   const auto now = SessionRegistry::Clock::now();
-  registry.add("abc", endpoint, now);
+  registry.add("abc", "alice", endpoint, now);
   EXPECT_EQ(registry.size(), 1u);
   {
-    auto lease = registry.acquire("abc", now);
+    auto lease = registry.acquire("abc", "alice", now);
     ASSERT_TRUE(lease.has_value());
     EXPECT_EQ(lease->endpoint(), endpoint);
   }
-  EXPECT_FALSE(registry.acquire("abd", now).has_value());
-  EXPECT_EQ(registry.remove("abc"), endpoint);
-  EXPECT_EQ(registry.remove("abc"), nullptr);
-  EXPECT_FALSE(registry.acquire("abc", now).has_value());
+  EXPECT_FALSE(registry.acquire("abd", "alice", now).has_value());
+  EXPECT_EQ(registry.remove("abc", "alice"), endpoint);
+  EXPECT_EQ(registry.remove("abc", "alice"), nullptr);
+  EXPECT_FALSE(registry.acquire("abc", "alice", now).has_value());
+}
+
+// A session answers only the principal that opened it: to another it does not exist.
+TEST(Unit, SessionRegistryKeepsEachPrincipalsSessionsItsOwn) {
+  SessionRegistry registry;
+  auto endpoint = std::make_shared<FakeEndpoint>();
+  const auto now = SessionRegistry::Clock::now();
+  registry.add("abc", "alice", endpoint, now);
+  EXPECT_FALSE(registry.acquire("abc", "mallory", now).has_value());
+  EXPECT_EQ(registry.remove("abc", "mallory"), nullptr);
+  EXPECT_EQ(registry.size(), 1u);
+  EXPECT_TRUE(registry.acquire("abc", "alice", now).has_value());
 }
 
 TEST(Unit, SessionRegistryExpiresOnlyIdleUnusedSessions) {
@@ -45,9 +57,9 @@ TEST(Unit, SessionRegistryExpiresOnlyIdleUnusedSessions) {
   const auto start = SessionRegistry::Clock::now();
   auto idle = std::make_shared<FakeEndpoint>();
   auto busy = std::make_shared<FakeEndpoint>();
-  registry.add("idle", idle, start);
-  registry.add("busy", busy, start);
-  auto lease = registry.acquire("busy", start);
+  registry.add("idle", "local", idle, start);
+  registry.add("busy", "local", busy, start);
+  auto lease = registry.acquire("busy", "local", start);
   ASSERT_TRUE(lease.has_value());
 
   EXPECT_TRUE(registry.takeIdle(start + 10s, 30s).empty());
@@ -65,8 +77,8 @@ TEST(Unit, SessionRegistryExpiresOnlyIdleUnusedSessions) {
 TEST(Unit, SessionRegistryTakeAllEmptiesIt) {
   SessionRegistry registry;
   const auto now = SessionRegistry::Clock::now();
-  registry.add("a", std::make_shared<FakeEndpoint>(), now);
-  registry.add("b", std::make_shared<FakeEndpoint>(), now);
+  registry.add("a", "local", std::make_shared<FakeEndpoint>(), now);
+  registry.add("b", "local", std::make_shared<FakeEndpoint>(), now);
   EXPECT_EQ(registry.takeAll().size(), 2u);
   EXPECT_EQ(registry.size(), 0u);
 }
