@@ -155,7 +155,13 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
   const ModernHeaders headers{request["MCP-Protocol-Version"], request["Mcp-Method"],
                               request["Mcp-Name"]};
   if (isModernRequest(message, headers)) {
-    if (auto refused = refuseModernRequest(message, headers)) {
+    const auto find = [&request](const std::string& name) -> std::optional<std::string_view> {
+      const auto field = request.find(name);
+      if (field == request.end()) return std::nullopt;
+      return std::string_view(field->value());
+    };
+    if (auto refused =
+            refuseModernRequest(message, headers, context_->options.param_headers, find)) {
       respondJson(static_cast<http::status>(refused->status), refused->body);
       return;
     }
