@@ -204,8 +204,7 @@ std::optional<SessionRegistry::Lease> HttpConnection::principalLease() {
   if (auto lease = context_->sessions.acquire(owner, principal_.name, now)) return lease;
   try {
     auto endpoint = context_->factory->open(owner, principal_);
-    // Not bounded by http.max_sessions: one per principal.
-    context_->sessions.add(owner, principal_.name, std::move(endpoint), now);
+    context_->sessions.addPrincipalEndpoint(owner, principal_.name, std::move(endpoint), now);
   } catch (const std::exception& e) {
     log().error("http {}: opening principal {}'s endpoint failed: {}", remote_, principal_.name,
                 e.what());
