@@ -19,7 +19,7 @@ export async function seedFlow(client) {
   const first = await call(client, 'run_code', { code: 'x = 42' });
   assert.equal(first.isError, false, JSON.stringify(first));
   const sid = first.structuredContent.session_id;
-  assert.match(sid, /^s-[0-9a-f]{32}$/, 'a minted handle holds 128 random bits');
+  assert.match(sid, /^s-[0-9a-f]{32}(~[A-Za-z0-9._-]+)?$/, 'a minted handle holds 128 random bits');
   assert.equal(first.structuredContent.session_created, true);
 
   const second = await call(client, 'run_code', { code: 'print(x * 2)', session_id: sid });
