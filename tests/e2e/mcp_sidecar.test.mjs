@@ -88,7 +88,7 @@ describe('sidecar in container mode (default)', () => {
   let downPort;
   let conn;
   let config;
-  let allowed; // the session the tests below share: its sandbox talks to server-everything
+  let allowedSession; // the session the tests below share: its sandbox talks to server-everything
   before(async () => {
     everything = await startEverything();
     redirector = await startRedirector(`http://127.0.0.1:${everything.port}/admin`);
@@ -128,18 +128,18 @@ print(json.dumps({"socket": os.environ.get("MCP_PROXY_SOCKET"), "server": c.serv
 `,
     });
     assert.equal(structured.session_created, true);
-    allowed = structured.session_id;
+    allowedSession = structured.session_id;
     assert.equal(value.socket, '/run/mcp/mcp.sock');
     assert.match(JSON.stringify(value.server), /everything/i);
     assert.ok(value.tools.includes('echo') && value.tools.includes('get-sum'), value.tools.join());
     assert.match(JSON.stringify(value.echo.content), /hello from gVisor/);
     // The session's relay is its own container, separate from the sandbox.
-    assert.equal((await sidecarContainers(allowed)).length, 1);
+    assert.equal((await sidecarContainers(allowedSession)).length, 1);
   });
 
   test('a URL not on the allowlist is refused by the policy', async () => {
     const { value } = await runJson(conn.client, {
-      session_id: allowed,
+      session_id: allowedSession,
       code: attempt(`connect("http://127.0.0.1:${redirector.port}/mcp")`),
     });
     assert.equal(value.error, 'PolicyDenied', JSON.stringify(value));
@@ -190,7 +190,7 @@ print(__import__("json").dumps({"ok": c.call_tool("echo", {"message": "allowed"}
 
   test('the sandbox still has no network: a direct TCP connection fails', async () => {
     const { value } = await runJson(conn.client, {
-      session_id: allowed,
+      session_id: allowedSession,
       code: attempt(`
 import socket
 socket.create_connection(("127.0.0.1", ${everything.port}), timeout=3)
@@ -201,7 +201,7 @@ out["ok"] = "connected"`),
   });
 
   test('the audit log records each decision with time, URL, decision, status and bytes', async () => {
-    const records = auditLines(allowed);
+    const records = auditLines(allowedSession);
     const allowed = records.filter((r) => r.decision === 'allow');
     const denied = records.filter((r) => r.decision === 'deny');
     assert.ok(allowed.length >= 3, JSON.stringify(records));
@@ -217,7 +217,7 @@ out["ok"] = "connected"`),
   test('the allowlist is fixed at creation', async () => {
     const res = await conn.client.callTool({
       name: 'run_code',
-      arguments: { session_id: allowed, mcp_allowlist: [redirector.url('/mcp')], code: '1' },
+      arguments: { session_id: allowedSession, mcp_allowlist: [redirector.url('/mcp')], code: '1' },
     });
     assert.equal(res.isError, true);
     assert.match(res.content[0].text, /different mcp_allowlist/);
@@ -276,12 +276,12 @@ print(json.dumps({"first": first.decode(errors="replace")}))
   });
 
   test('a killed sidecar is reported and restarted on the next call', async () => {
-    const [relay] = await sidecarContainers(allowed);
+    const [relay] = await sidecarContainers(allowedSession);
     execFileSync('docker', ['kill', relay.Id]);
-    await waitFor(async () => (await sidecarContainers(allowed)).every((c) => c.Id !== relay.Id),
+    await waitFor(async () => (await sidecarContainers(allowedSession)).every((c) => c.Id !== relay.Id),
       15000, 'the killed sidecar to go');
     const { value, structured } = await runJson(conn.client, {
-      session_id: allowed,
+      session_id: allowedSession,
       code: `
 import json
 from sandbox_mcp import connect
@@ -290,17 +290,17 @@ print(json.dumps(connect(${JSON.stringify(everything.url)}).call_tool("echo", {"
     });
     assert.match(JSON.stringify(value), /again/);
     assert.ok(structured.warnings?.some((w) => /restarted/.test(w)), JSON.stringify(structured));
-    const stats = await call(conn.client, 'get_session_stats', { session_id: allowed });
+    const stats = await call(conn.client, 'get_session_stats', { session_id: allowedSession });
     assert.equal(stats.structuredContent.mcp.sidecar.restarts, 1);
   });
 
   test('cleanup_session removes the sandbox, its sidecar and its directory', async () => {
-    const before = auditLines(allowed).length;
+    const before = auditLines(allowedSession).length;
     assert.ok(before > 0);
-    await call(conn.client, 'cleanup_session', { session_id: allowed });
-    await waitFor(async () => (await containersOfSession(allowed)).length === 0, 15000,
+    await call(conn.client, 'cleanup_session', { session_id: allowedSession });
+    await waitFor(async () => (await containersOfSession(allowedSession)).length === 0, 15000,
       'sandbox and sidecar removal');
-    assert.equal(auditLines(allowed).length, 0, 'the session directory was left behind');
+    assert.equal(auditLines(allowedSession).length, 0, 'the session directory was left behind');
   });
 
   test('a session without mcp_allowlist has no socket and the helper says why', async () => {
