@@ -263,6 +263,7 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
     cancel = endpoint->admit(message);
   }
   hang_up_ = lightweight ? nullptr : std::make_shared<CancelToken>();
+  cancel_on_hang_up_ = session_id.starts_with(kPrincipalPrefix) ? cancel : nullptr;
   auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
               endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session, cancel,
               hang_up = hang_up_, principal = principal_] {
