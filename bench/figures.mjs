@@ -65,11 +65,9 @@ async function main() {
   const server = await startHttpServer();
   if (process.env.BENCH_PID_FILE) writeFileSync(process.env.BENCH_PID_FILE, `${server.pid}\n`);
   const { client } = await connectHttp(server.url);
-  const sessionId = 'bench-figures';
   let failure;
   try {
-    await callOk(client, 'run_code', {
-      session_id: sessionId,
+    const { session_id: sessionId } = await callOk(client, 'run_code', {
       code: "import numpy as np, pandas as pd, matplotlib.pyplot as plt\n" +
         "df = pd.DataFrame({'id': np.arange(1000), 'x': np.linspace(0, 1, 1000)})",
     });

@@ -73,12 +73,13 @@ function hostPython(code) {
   return JSON.parse(out.toString().trim().split('\n').pop());
 }
 
+// Runs Python in a session: { value: the JSON its last stdout line prints, sessionId }.
 async function sandboxPython(client, args) {
   const res = await client.callTool({ name: 'run_code', arguments: { timeout: 600, ...args } });
   if (res.isError) throw new Error(res.content[0].text);
   const sc = res.structuredContent;
   if (sc.status !== 'success') throw new Error(`benchmark code failed:\n${sc.stderr}`);
-  return JSON.parse(sc.stdout.trim().split('\n').pop());
+  return { value: JSON.parse(sc.stdout.trim().split('\n').pop()), sessionId: sc.session_id };
 }
 
 // The host path of the session's sidecar socket (the server's run-time directory).
@@ -105,12 +106,11 @@ async function measureMode(mode, everything, rows) {
   fs.writeFileSync(config, JSON.stringify({ mcp: { allowlist, sidecar: { mode } } }));
   const conn = await connectStdio(['--config', config]);
   if (process.env.BENCH_PID_FILE) fs.appendFileSync(process.env.BENCH_PID_FILE, `${conn.transport.pid}\n`);
-  const session = `bench-sidecar-${mode}`;
   try {
     const started = Date.now();
-    await sandboxPython(conn.client, { session_id: session, mcp_allowlist: [everything.url], code: 'print("{}")' });
+    const { sessionId: session } = await sandboxPython(conn.client, { mcp_allowlist: [everything.url], code: 'print("{}")' });
     rows.push({ name: `session create with sidecar (${mode})`, unit: 'ms', value: Date.now() - started });
-    const inSandbox = await sandboxPython(conn.client, { session_id: session, code: loop(everything.url) });
+    const { value: inSandbox } = await sandboxPython(conn.client, { session_id: session, code: loop(everything.url) });
     const viaSocket = hostPython(loop(everything.url, hostSocketOf(session)));
     for (const kind of ['ping', 'echo']) {
       rows.push({ name: `${kind}: host -> sidecar socket (${mode}) -> upstream`, ...viaSocket[kind] });

@@ -101,6 +101,7 @@ void serveHttp(const CliOptions& options, Serving& serving) {
   for (const auto& principal : serving.principals) {
     http.principal_tokens.push_back({principal.name, principal.token});
   }
+  http.param_headers = transport::ParamHeaders::fromToolsList(serving.protocol->toolsList());
   setConnectionBounds(serving.config.http, http);
   http.session_route_tag = serving.fleet.instanceId();
   http.get_endpoints = serving.fleet.handlers();

@@ -48,6 +48,8 @@ class McpServer : public jsonrpc::EndpointFactory {
   using jsonrpc::EndpointFactory::open;
   std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner,
                                           const jsonrpc::Principal& principal) override;
+  // tools/list's result: the same for every client.
+  [[nodiscard]] jsonrpc::json toolsList() const { return tools_.list(); }
   // Whose sessions and limits a connection of `principal` under `owner` uses.
   [[nodiscard]] server::Caller callerFor(const std::string& owner,
                                          const jsonrpc::Principal& principal) const;

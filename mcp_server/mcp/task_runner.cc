@@ -19,7 +19,7 @@ using json = nlohmann::json;
 
 const char* kImmediateResponseKey = "io.modelcontextprotocol/model-immediate-response";
 // What a result too big for the budgets keeps of stdout and of stderr.
-constexpr std::size_t kKeptStreamBytes = 16 * 1024;
+constexpr std::size_t kKeptStreamBytes = std::size_t{16} * 1024;
 
 TaskLimits limitsFrom(const config::ServerConfig& config) {
   TaskLimits limits;

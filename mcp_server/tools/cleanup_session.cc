@@ -1,5 +1,6 @@
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
+#include "tools/session_options.h"
 
 namespace tools {
 
@@ -9,7 +10,9 @@ Tool makeCleanupSessionTool() {
       "End a session",
       "Destroy a session and its sandbox container. Its state and files are gone afterwards.",
       {{"type", "object"},
-       {"properties", {{"session_id", {{"type", "string"}}}}},
+       {"properties",
+        {{"session_id",
+          sessionIdProperty("The session to end (its sandbox, variables and files go).")}}},
        {"required", {"session_id"}},
        {"additionalProperties", false}},
       {{"type", "object"},

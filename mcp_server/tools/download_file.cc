@@ -2,6 +2,7 @@
 #include "common/utf8.h"
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
+#include "tools/session_options.h"
 
 namespace tools {
 
@@ -14,7 +15,7 @@ Tool makeDownloadFileTool(const config::ServerConfig& config) {
       {{"type", "object"},
        {"properties",
         {{"path", {{"type", "string"}, {"minLength", 1}, {"maxLength", 4096}}},
-         {"session_id", {{"type", "string"}}},
+         {"session_id", sessionIdProperty("The session whose file to read.")},
          {"encoding",
           {{"type", "string"},
            {"enum", {"utf-8", "base64"}},

@@ -233,7 +233,8 @@ json execOutputSchema() {
         {"stderr", {{"type", "string"}}},
         {"exit_code", {{"type", "integer"}}},
         {"result",
-         {{"type", {"string", "null"}},
+         // anyOf rather than a type array: some clients' schema checks warn on type arrays.
+         {{"anyOf", {{{"type", "string"}}, {{"type", "null"}}}},
           {"description",
            "repr of the value of a trailing expression (Python repr, JavaScript util.inspect)"}}},
         {"execution_id", {{"type", "string"}}},

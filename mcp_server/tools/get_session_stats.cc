@@ -1,5 +1,6 @@
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
+#include "tools/session_options.h"
 
 namespace tools {
 
@@ -12,7 +13,7 @@ Tool makeGetSessionStatsTool() {
       "mcp_allowlist, the enforced allowlist and the "
       "MCP sidecar's counters (requests allowed, denied, failed upstream).",
       {{"type", "object"},
-       {"properties", {{"session_id", {{"type", "string"}}}}},
+       {"properties", {{"session_id", sessionIdProperty("The session to describe.")}}},
        {"required", {"session_id"}},
        {"additionalProperties", false}},
       {{"type", "object"},

@@ -1,5 +1,6 @@
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
+#include "tools/session_options.h"
 
 namespace tools {
 
@@ -12,7 +13,7 @@ Tool makeListFilesTool(const config::ServerConfig& config) {
       {{"type", "object"},
        {"properties",
         {{"path", {{"type", "string"}, {"default", "."}, {"maxLength", 4096}}},
-         {"session_id", {{"type", "string"}}}}},
+         {"session_id", sessionIdProperty("The session whose files to list.")}}},
        {"required", {"session_id"}},
        {"additionalProperties", false}},
       {{"type", "object"},

@@ -4,14 +4,21 @@
 
 namespace tools {
 
+json sessionIdProperty(const std::string& description) {
+  return {{"type", "string"},
+          {"maxLength", 128},
+          {"description", description},
+          // MCP 2026-07-28 clients send it as the Mcp-Param-Session-Id header as well: a front
+          // routes the call to the replica holding the session without reading the body.
+          {"x-mcp-header", kSessionIdHeader}};
+}
+
 json sessionOptionProperties() {
   return json{
       {"session_id",
-       {{"type", "string"},
-        {"maxLength", 64},
-        {"description",
-         "Session to run in. Omit to create a new session (its id is returned); pass a new "
-         "name to create a session with that id; pass an existing id to reuse its state."}}},
+       sessionIdProperty("Session to run in. Omit to start a new session: the result gives its "
+                         "session_id. Pass that id to reuse its state (variables, files). An id "
+                         "the server did not give you, or of a session that ended, is an error.")},
       {"image",
        {{"type", "string"},
         {"description",

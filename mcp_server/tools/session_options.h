@@ -16,6 +16,13 @@ struct ParsedSessionOptions {
                                                        const config::ServerConfig& config);
 
 // JSON Schema properties for those options, shared by both tools' inputSchema.
+// What the session_id argument's header is named in MCP 2026-07-28 (x-mcp-header):
+// Mcp-Param-Session-Id.
+inline constexpr const char* kSessionIdHeader = "Session-Id";
+
+// The session_id argument's schema, with `description`.
+[[nodiscard]] json sessionIdProperty(const std::string& description);
+
 [[nodiscard]] json sessionOptionProperties();
 
 }  // namespace tools

@@ -4,6 +4,7 @@
 #include "common/base64.h"
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
+#include "tools/session_options.h"
 
 namespace tools {
 
@@ -18,7 +19,9 @@ Tool makeUploadFileTool(const config::ServerConfig& config) {
         {{"path", {{"type", "string"}, {"minLength", 1}, {"maxLength", 4096}}},
          {"content", {{"type", "string"}}},
          {"encoding", {{"type", "string"}, {"enum", {"utf-8", "base64"}}, {"default", "utf-8"}}},
-         {"session_id", {{"type", "string"}, {"description", "an existing session"}}}}},
+         {"session_id",
+          sessionIdProperty(
+              "The session to write into (an id a run_code or run_shell result gave).")}}},
        {"required", {"path", "content", "session_id"}},
        {"additionalProperties", false}},
       {{"type", "object"},

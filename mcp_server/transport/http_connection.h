@@ -157,6 +157,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // While a request is handled, nothing is read; this notices a client that hangs up meanwhile,
   // so that a request waiting for something (a task's result) stops waiting (strand).
   void watchForHangUp(std::uint64_t request_serial);
+  // The client is gone before the request was answered (it hung up, or a write failed).
+  void requestAbandoned();
   void onReadableWhileHandling(boost::beast::error_code ec, std::uint64_t request_serial);
   // `status`: the response's when it is not streamed (a 2026-07-28 error: modernAnswerStatus).
   void onHandled(std::uint64_t request_serial, std::optional<std::string> result,
@@ -202,7 +204,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool first_request_ = true;  // no keep-alive wait before it: the header timeout runs at once
   bool awaiting_handler_ = false;
   std::shared_ptr<CancelToken> hang_up_;  // the request being handled: see watchForHangUp()
-  bool streaming_ = false;                // the answer became an SSE stream
+  // A 2026-07-28 request's own cancellation: there, a response stream the client closed cancels
+  // the request (a 2025 request goes on: a disconnection is not a cancellation).
+  std::shared_ptr<CancelToken> cancel_on_hang_up_;
+  bool streaming_ = false;  // the answer became an SSE stream
   bool keep_alive_ = true;
   unsigned http_version_ = 11;
   std::uint64_t stream_id_ = 0;

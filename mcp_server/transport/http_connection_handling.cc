@@ -182,6 +182,7 @@ void HttpConnection::onHandled(std::uint64_t request_serial, std::optional<std::
   if (request_serial != request_serial_) return;
   awaiting_handler_ = false;
   hang_up_.reset();
+  cancel_on_hang_up_.reset();
   if (closed_) return;  // the client hung up while it waited: nobody to answer
   if (streaming_) {
     streaming_ = false;
@@ -225,8 +226,17 @@ void HttpConnection::onReadableWhileHandling(beast::error_code ec, std::uint64_t
     return;
   }
   log().debug("http {}: the client hung up while its request was being handled", remote_);
-  if (hang_up_) hang_up_->cancel();
+  requestAbandoned();
   closeSocket();
+}
+
+void HttpConnection::requestAbandoned() {
+  if (!awaiting_handler_) return;
+  if (hang_up_) hang_up_->cancel();
+  if (cancel_on_hang_up_) {
+    log().info("http {}: a 2026-07-28 request's response stream closed: cancelling it", remote_);
+    cancel_on_hang_up_->cancel();
+  }
 }
 
 std::string HttpConnection::peerLabel(const std::string& session_id) const {

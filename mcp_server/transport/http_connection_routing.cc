@@ -166,7 +166,13 @@ void HttpConnection::onBodyParsed(ParsedBody parsed, const std::string& session_
     return;
   }
   if (modern) {
-    if (auto refused = refuseModernRequest(message, headers)) {
+    const auto find = [&request](const std::string& name) -> std::optional<std::string_view> {
+      const auto field = request.find(name);
+      if (field == request.end()) return std::nullopt;
+      return std::string_view(field->value());
+    };
+    if (auto refused =
+            refuseModernRequest(message, headers, context_->options.param_headers, find)) {
       respondJson(static_cast<http::status>(refused->status), refused->body);
       return;
     }
@@ -210,8 +216,7 @@ std::optional<SessionRegistry::Lease> HttpConnection::principalLease() {
   if (auto lease = context_->sessions.acquire(owner, principal_.name, now)) return lease;
   try {
     auto endpoint = context_->factory->open(owner, principal_);
-    // Not bounded by http.max_sessions: one per principal.
-    context_->sessions.add(owner, principal_.name, std::move(endpoint), now);
+    context_->sessions.addPrincipalEndpoint(owner, principal_.name, std::move(endpoint), now);
   } catch (const std::exception& e) {
     log().error("http {}: opening principal {}'s endpoint failed: {}", remote_, principal_.name,
                 e.what());
@@ -271,6 +276,7 @@ void HttpConnection::dispatch(json message, std::shared_ptr<jsonrpc::Endpoint> e
     cancel = endpoint->admit(message);
   }
   hang_up_ = lightweight ? nullptr : std::make_shared<CancelToken>();
+  cancel_on_hang_up_ = session_id.starts_with(kPrincipalPrefix) ? cancel : nullptr;
   auto job = [self = shared_from_this(), serial = request_serial_, message = std::move(message),
               endpoint = std::move(endpoint), shared_lease, sid = session_id, opens_session, cancel,
               hang_up = hang_up_, principal = principal_] {

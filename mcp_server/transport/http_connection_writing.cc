@@ -114,6 +114,7 @@ void HttpConnection::onWrite(beast::error_code ec, std::size_t /*bytes*/) {
   if (ec) {
     log().debug("http {}: write failed: {}", remote_, ec.message());
     writes_.clear();
+    requestAbandoned();
     closeSocket();
     return;
   }

@@ -21,6 +21,7 @@
 #include "jsonrpc/endpoint.h"
 #include "transport/http_request_guard.h"
 #include "transport/origin_check.h"
+#include "transport/param_headers.h"
 
 namespace transport {
 
@@ -43,6 +44,9 @@ struct HttpTransportOptions {
   std::string token;
   // The tokens file's tokens, each authenticating its principal (config/principals.h).
   std::vector<PrincipalToken> principal_tokens;
+  // Tool arguments 2026-07-28 clients also send as Mcp-Param-* headers (x-mcp-header): each must
+  // agree with its argument.
+  ParamHeaders param_headers;
   // Origin allowlist; "scheme://host" allows any port, "scheme://host:port" only that one.
   std::vector<std::string> allowed_origins = defaultAllowedOrigins();
   std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;  // config: http.max_body_bytes

@@ -74,8 +74,9 @@ bool isModernRequest(const json& message, const ModernHeaders& headers) {
           message["method"] != "initialize");
 }
 
-std::optional<ModernRefusal> refuseModernRequest(const json& message,
-                                                 const ModernHeaders& headers) {
+std::optional<ModernRefusal> refuseModernRequest(const json& message, const ModernHeaders& headers,
+                                                 const ParamHeaders& param_headers,
+                                                 const ParamHeaders::HeaderLookup& find) {
   const json& id = message.at("id");
   const std::string& method = message.at("method").get_ref<const std::string&>();
   const json& params = paramsOf(message);
@@ -116,6 +117,14 @@ std::optional<ModernRefusal> refuseModernRequest(const json& message,
     if (*sent != *expected) {
       return mismatch(
           id, "Mcp-Name header '" + *sent + "' does not match the body's '" + *expected + "'");
+    }
+  }
+  if (method == "tools/call") {
+    const ParamHeaders::HeaderLookup none = [](const std::string&) {
+      return std::optional<std::string_view>();
+    };
+    if (auto why = param_headers.disagreement(params, find ? find : none)) {
+      return mismatch(id, *why);
     }
   }
   if (auto refused = mcp::era::methodRefusal(message)) return ModernRefusal{404, *refused};

@@ -2,7 +2,8 @@
 // it is a stateless (modern) request, and if it cannot be served, the HTTP status and JSON-RPC
 // error that say why: its headers must agree with its body (MCP-Protocol-Version with
 // params._meta, Mcp-Method with the method, Mcp-Name with the tool name or resource URI, in the
-// =?base64?...?= form when encoded), else 400 and -32020; a malformed _meta is 400 and -32602,
+// =?base64?...?= form when encoded; Mcp-Param-* with the arguments a tool marks: param_headers.h),
+// else 400 and -32020; a malformed _meta is 400 and -32602,
 // another version 400 and -32022, a method the revision does not have 404 and -32601. Pure.
 #pragma once
 
@@ -10,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "transport/param_headers.h"
 
 namespace transport {
 
@@ -28,9 +31,12 @@ struct ModernRefusal {
 // a protocol version, or (malformed) only its MCP-Protocol-Version header names 2026-07-28.
 [[nodiscard]] bool isModernRequest(const nlohmann::json& message, const ModernHeaders& headers);
 
-// Why a modern request cannot be served, or nullopt: serve it.
-[[nodiscard]] std::optional<ModernRefusal> refuseModernRequest(const nlohmann::json& message,
-                                                               const ModernHeaders& headers);
+// Why a modern request cannot be served, or nullopt: serve it. A tools/call's Mcp-Param-*
+// headers (found with `find`; empty: none are sent) are checked against its arguments for the
+// tools `params` marks.
+[[nodiscard]] std::optional<ModernRefusal> refuseModernRequest(
+    const nlohmann::json& message, const ModernHeaders& headers,
+    const ParamHeaders& params = ParamHeaders(), const ParamHeaders::HeaderLookup& find = {});
 
 // The HTTP status of a served modern request's answer: 404 for -32601 (a method this server
 // lacks), 400 for -32020/-32021/-32022 (e.g. a tool that needs a client capability the request

@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -47,9 +48,26 @@ bool SessionRegistry::add(const std::string& id, const std::string& principal,
   entry->principal = principal;
   entry->last_used = now;
   std::lock_guard lock(mutex_);
-  if (max_sessions != 0 && sessions_.size() >= max_sessions) return false;
+  if (max_sessions != 0 && mcpSessionsLocked() >= max_sessions) return false;
   sessions_[id] = std::move(entry);
   return true;
+}
+
+void SessionRegistry::addPrincipalEndpoint(const std::string& id, const std::string& principal,
+                                           std::shared_ptr<jsonrpc::Endpoint> endpoint,
+                                           Clock::time_point now) {
+  auto entry = std::make_shared<Entry>();
+  entry->endpoint = std::move(endpoint);
+  entry->principal = principal;
+  entry->is_mcp_session = false;
+  entry->last_used = now;
+  std::lock_guard lock(mutex_);
+  sessions_[id] = std::move(entry);
+}
+
+std::size_t SessionRegistry::mcpSessionsLocked() const {
+  return static_cast<std::size_t>(std::count_if(
+      sessions_.begin(), sessions_.end(), [](const auto& e) { return e.second->is_mcp_session; }));
 }
 
 std::optional<SessionRegistry::Lease> SessionRegistry::acquire(const std::string& id,
@@ -106,7 +124,7 @@ std::vector<std::shared_ptr<jsonrpc::Endpoint>> SessionRegistry::takeAll() {
 
 std::size_t SessionRegistry::size() const {
   std::lock_guard lock(mutex_);
-  return sessions_.size();
+  return mcpSessionsLocked();
 }
 
 }  // namespace transport

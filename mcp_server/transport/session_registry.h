@@ -26,7 +26,8 @@ class SessionRegistry {
  private:
   struct Entry {
     std::shared_ptr<jsonrpc::Endpoint> endpoint;
-    std::string principal;  // who opened it: only they reach it
+    std::string principal;       // who opened it: only they reach it
+    bool is_mcp_session = true;  // false: a principal's stateless endpoint (not counted)
     std::mutex mutex;
     std::size_t active = 0;  // requests currently using the session
     Clock::time_point last_used;
@@ -60,6 +61,10 @@ class SessionRegistry {
   bool add(const std::string& id, const std::string& principal,
            std::shared_ptr<jsonrpc::Endpoint> endpoint, Clock::time_point now,
            std::size_t max_sessions = 0);
+  // Keeps the endpoint of `principal`'s stateless (2026-07-28) requests under `id`: no MCP
+  // session, so neither bounded by max_sessions nor counted by size().
+  void addPrincipalEndpoint(const std::string& id, const std::string& principal,
+                            std::shared_ptr<jsonrpc::Endpoint> endpoint, Clock::time_point now);
   // nullopt for an unknown or expired id, or one another principal opened.
   [[nodiscard]] std::optional<Lease> acquire(const std::string& id, const std::string& principal,
                                              Clock::time_point now);
@@ -71,9 +76,12 @@ class SessionRegistry {
       Clock::time_point now, Clock::duration idle_timeout);
   // Forgets every session; returns their endpoints.
   [[nodiscard]] std::vector<std::shared_ptr<jsonrpc::Endpoint>> takeAll();
+  // MCP sessions open (principals' endpoints are not counted).
   [[nodiscard]] std::size_t size() const;
 
  private:
+  [[nodiscard]] std::size_t mcpSessionsLocked() const;
+
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Entry>> sessions_;
 };

@@ -51,7 +51,6 @@ test('a request flood leaves the audit log within its cap and the drops are coun
   const res = await client.callTool({
     name: 'run_code',
     arguments: {
-      session_id: 'flood',
       mcp_allowlist: ['https://mcp.example.com/mcp'],
       code: `
 import os, socket
@@ -75,8 +74,9 @@ print(denied)`,
   assert.ok(size <= CAP, `the audit log grew to ${size} bytes past its cap of ${CAP}`);
   const lines = fs.readFileSync(audit, 'utf8').trim().split('\n');
   for (const line of lines) JSON.parse(line);  // only whole lines
-  const stats = await client.callTool({ name: 'get_session_stats', arguments: { session_id: 'flood' } });
+  const sid = res.structuredContent.session_id;
+  const stats = await client.callTool({ name: 'get_session_stats', arguments: { session_id: sid } });
   const dropped = stats.structuredContent.mcp.sidecar.audit_dropped;
   assert.equal(dropped + lines.length, FLOOD, JSON.stringify(stats.structuredContent.mcp));
-  await client.callTool({ name: 'cleanup_session', arguments: { session_id: 'flood' } });
+  await client.callTool({ name: 'cleanup_session', arguments: { session_id: sid } });
 });

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  SERVER_BIN, connectHttp, containersOfSession, startHttpServer, stopServer,
+  SERVER_BIN, connectHttp, containersOfInstance, getEndpoint, startHttpServer, stopServer,
 } from './attack_lib.mjs';
 import { freePort, startHttp } from '../e2e/upstreams.mjs';
 
@@ -45,9 +45,10 @@ function spellings(port, pathPart = '/mcp') {
   ];
 }
 
-async function assertRefused(client, server, sessionId, allowlist, pattern) {
+// A refused call returns no session id: that nothing was made shows as no container of the
+// server's instance (its warm pool is off and its sidecars are processes).
+async function assertRefused(client, server, allowlist, pattern) {
   const res = await runCode(client, {
-    session_id: sessionId,
     mcp_allowlist: allowlist,
     // Reached only if the session were created: drive the server that hosts us.
     code: `
@@ -57,7 +58,8 @@ print(c.call_tool("run_shell", {"command": "id"}))`,
   });
   assert.equal(res.isError, true, `${allowlist[0]} was accepted: ${JSON.stringify(res.structuredContent)}`);
   assert.match(res.content[0].text, pattern, allowlist[0]);
-  assert.equal((await containersOfSession(sessionId)).length, 0, `${allowlist[0]}: containers exist`);
+  const { instance_id: instanceId } = JSON.parse((await getEndpoint(server.url, '/readyz')).text);
+  assert.deepEqual(await containersOfInstance(instanceId), [], `${allowlist[0]}: containers exist`);
   assert.deepEqual([...new Set(initializedClients(server))], ['sandbox-mcp-e2e']);
 }
 
@@ -78,9 +80,8 @@ describe('no operator allowlist: the model may name public hosts only', () => {
 
   test('the server itself, in every spelling, is refused at session creation', async () => {
     const port = new URL(server.url).port;
-    let i = 0;
     for (const url of spellings(port)) {
-      await assertRefused(client, server, `ssrf-self-${i++}`, [url],
+      await assertRefused(client, server, [url],
         /may name public hosts only|own listener/);
     }
     const sessions = await client.callTool({ name: 'list_sessions', arguments: {} });
@@ -91,9 +92,8 @@ describe('no operator allowlist: the model may name public hosts only', () => {
     const targets = ['http://127.0.0.1:9/mcp', 'http://10.0.0.1/mcp', 'http://192.168.1.1/mcp',
       'http://172.16.0.1/mcp', 'http://169.254.10.10/mcp', 'http://100.64.0.1/mcp',
       'http://[fd00::1]/mcp', 'http://[fe80::1]/mcp', 'http://intranet/mcp', 'http://db.internal/'];
-    let i = 0;
     for (const url of targets) {
-      await assertRefused(client, server, `ssrf-special-${i++}`, [url],
+      await assertRefused(client, server, [url],
         /may name public hosts only\. To allow it, the operator must add .* to mcp\.allowlist/);
     }
   });
@@ -103,9 +103,8 @@ describe('no operator allowlist: the model may name public hosts only', () => {
       'http://[::ffff:169.254.169.254]/latest/', 'http://[fd00:ec2::254]/latest/',
       'http://169.254.170.2/v2/credentials', 'http://100.100.100.200/latest/',
       'http://metadata.google.internal/computeMetadata/v1/', 'http://metadata/computeMetadata/v1/'];
-    let i = 0;
     for (const url of targets) {
-      await assertRefused(client, server, `ssrf-metadata-${i++}`, [url],
+      await assertRefused(client, server, [url],
         /cloud metadata|may name public hosts only/);
     }
   });
@@ -144,10 +143,9 @@ describe('the operator names the server\'s own address', () => {
   });
 
   test('even the operator cannot open the server\'s own listener', async () => {
-    let i = 0;
     for (const url of [`http://127.0.0.1:${port}/mcp`, `http://localhost:${port}/mcp`,
       `http://[::1]:${port}/mcp`]) {
-      await assertRefused(client, server, `ssrf-op-${i++}`, [url],
+      await assertRefused(client, server, [url],
         new RegExp(`own listener 127\\.0\\.0\\.1:${port}`));
     }
   });
@@ -156,7 +154,6 @@ describe('the operator names the server\'s own address', () => {
     const allowed = `http://127.0.0.1:${upstream.port}/mcp`;
     const targets = spellings(port);
     const res = await runCode(client, {
-      session_id: 'ssrf-relay',
       mcp_allowlist: [allowed],
       code: `
 import json, os, socket
@@ -183,7 +180,7 @@ print(json.dumps(results))`,
     statuses.forEach((line, i) => assert.match(line, /^HTTP\/1\.1 403/, targets[i]));
     assert.deepEqual([...new Set(initializedClients(server))], ['sandbox-mcp-e2e'],
       'the sandbox initialized an MCP session on the server that hosts it');
-    await client.callTool({ name: 'cleanup_session', arguments: { session_id: 'ssrf-relay' } });
+    await client.callTool({ name: 'cleanup_session', arguments: { session_id: res.structuredContent.session_id } });
   });
 });
 

@@ -51,7 +51,7 @@ display(Shown(png(32, 24, zlib.compress(bytes(16 << 20), 9))))          # a bomb
 `;
 
 test('PNGs real only by their header, and decompression bombs, are not sent as images', async () => {
-  const r = await call('run_code', { session_id: 'forged-png', code: SHOW_FORGED_PNGS });
+  const r = await call('run_code', { code: SHOW_FORGED_PNGS });
   const s = r.structuredContent;
   assert.equal(s.status, 'success', s.stderr);
   const blocks = r.content.filter((c) => c.type === 'image');
@@ -68,13 +68,13 @@ test('PNGs real only by their header, and decompression bombs, are not sent as i
   for (const warning of warnings) assert.ok(text.includes(`warning: ${warning}`), 'the text says it too');
 
   // Each warning names the file, which stays in the sandbox, readable as a resource.
-  const uri = warnings[0].match(/(sandbox:\/\/forged-png\/tmp\/\.sandbox-mcp\/figures\/figure-\S+\.png)/)?.[1];
-  assert.ok(uri, warnings[0]);
+  const uri = warnings[0].match(/(sandbox:\/\/\S+\/tmp\/\.sandbox-mcp\/figures\/figure-\S+\.png)/)?.[1];
+  assert.ok(uri?.startsWith(`sandbox://${s.session_id}/`), warnings[0]);
   assert.ok(warnings[0].includes(`/${uri.split('/').slice(3).join('/')}`), 'its path is given too');
   const { contents } = await conn.client.readResource({ uri });
   const kept = Buffer.from(contents[0].blob, 'base64');
   assert.equal(kept.subarray(kept.length - 4).toString(), 'junk', 'the file is the one shown');
-  await call('cleanup_session', { session_id: 'forged-png' });
+  await call('cleanup_session', { session_id: s.session_id });
 });
 
 // Follows next_uri from `uri`; every link must point past the one before, and the walk must end.
@@ -94,8 +94,9 @@ async function follow(uri, maxReads) {
 }
 
 test('range links always advance: length=0 is refused and next_uri ends', async () => {
-  await call('run_shell', { session_id: 'ranges', command: "printf 'a\\342\\202\\254b' > /tmp/r.txt" });
-  const base = 'sandbox://ranges/tmp/r.txt';
+  const made = await call('run_shell', { command: "printf 'a\\342\\202\\254b' > /tmp/r.txt" });
+  const sid = made.structuredContent.session_id;
+  const base = `sandbox://${sid}/tmp/r.txt`;
   for (const uri of [`${base}?length=0`, `${base}?offset=2&length=0`]) {
     const error = await conn.client.readResource({ uri }).then(() => null, (e) => e);
     assert.ok(error, `${uri} was answered: a client following it never stops`);
@@ -106,5 +107,5 @@ test('range links always advance: length=0 is refused and next_uri ends', async 
   assert.equal(Buffer.from(await follow(`${base}?length=1`, 10), 'latin1').length, 5);
   assert.equal(await follow(`${base}?offset=5`, 2), '', 'at the end: no link');
   assert.equal(await follow(`${base}?offset=4&length=1000000000`, 2), 'b');
-  await call('cleanup_session', { session_id: 'ranges' });
+  await call('cleanup_session', { session_id: sid });
 });

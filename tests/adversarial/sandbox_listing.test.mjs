@@ -18,14 +18,15 @@ after(async () => {
 });
 
 async function shell(command, sessionId) {
-  const res = await conn.client.callTool({ name: 'run_shell', arguments: { command, session_id: sessionId } });
+  const args = sessionId ? { command, session_id: sessionId } : { command };
+  const res = await conn.client.callTool({ name: 'run_shell', arguments: args });
   assert.ok(!res.isError, JSON.stringify(res.content));
   return res.structuredContent;
 }
 
 test('ls, stat and find work in a gVisor sandbox, as the sandbox user', async () => {
-  const sid = 'listing';
-  const who = await shell('id -u; echo hi > /tmp/f.txt', sid);
+  const who = await shell('id -u; echo hi > /tmp/f.txt');
+  const sid = who.session_id;
   assert.equal(who.stdout, '65534\n', 'code runs as the sandbox user');
   const stats = await conn.client.callTool({ name: 'get_session_stats', arguments: { session_id: sid } });
   assert.equal(stats.structuredContent.runtime, 'runsc', 'the sandbox runs under gVisor');

@@ -44,14 +44,23 @@ const startTask = async (sessionId, args) => {
   return answer.result.task.taskId;
 };
 
+// A new sandbox session of MCP session `sessionId`, made by a plain call; resolves with its id
+// (a task queued on it needs the id up front).
+const newSandbox = async (sessionId) => {
+  const answer = await mcp.call(sessionId, 'tools/call', { name: 'run_code', arguments: { code: '1' } });
+  assert.ok(answer.result?.structuredContent?.session_id, JSON.stringify(answer));
+  return answer.result.structuredContent.session_id;
+};
+
 test('queued tasks hold no task slot: a third client still starts one', async () => {
   const queuers = [await mcp.openSession(), await mcp.openSession()];
   const held = [];
-  for (const [i, sessionId] of queuers.entries()) {
+  for (const sessionId of queuers) {
     // One running task and many queued behind it on the same session: more than the 4 slots.
-    held.push({ sessionId, taskId: await startTask(sessionId, { session_id: `q-${i}`, code: 'import time\ntime.sleep(60)', timeout: 90 }) });
+    const sandbox = await newSandbox(sessionId);
+    held.push({ sessionId, taskId: await startTask(sessionId, { session_id: sandbox, code: 'import time\ntime.sleep(60)', timeout: 90 }) });
     for (let j = 0; j < 6; ++j) {
-      held.push({ sessionId, taskId: await startTask(sessionId, { session_id: `q-${i}`, code: 'print("queued")' }) });
+      held.push({ sessionId, taskId: await startTask(sessionId, { session_id: sandbox, code: 'print("queued")' }) });
     }
   }
   const third = await mcp.openSession();
@@ -75,8 +84,9 @@ test('queued tasks hold no task slot: a third client still starts one', async ()
 test('unfetched results are bounded per client; big ones are saved in the sandbox and linked', async () => {
   const client = await mcp.openSession();
   const code = 'import sys\nsys.stdout.write("o" * 700000)\nsys.stderr.write("e" * 300000)';
+  const sandbox = await newSandbox(client);
   const ids = [];
-  for (let i = 0; i < 6; ++i) ids.push(await startTask(client, { session_id: 'big', code, timeout: 60 }));
+  for (let i = 0; i < 6; ++i) ids.push(await startTask(client, { session_id: sandbox, code, timeout: 60 }));
   await waitFor(async () => {
     for (const taskId of ids) {
       const task = (await mcp.call(client, 'tasks/get', { taskId })).result;
@@ -104,5 +114,5 @@ test('unfetched results are bounded per client; big ones are saved in the sandbo
     assert.ok(r.structuredContent.saved_output.some((s) => s.stream === 'stderr' && s.bytes === 300000));
   }
   assert.ok(whole.length + cut.length === 6);
-  await mcp.call(client, 'tools/call', { name: 'cleanup_session', arguments: { session_id: 'big' } });
+  await mcp.call(client, 'tools/call', { name: 'cleanup_session', arguments: { session_id: sandbox } });
 });

@@ -10,7 +10,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { assertNoLeaks, connectHttp, snapshot, startHttpServer, stopServer, waitFor } from './attack_lib.mjs';
+import {
+  assertNoLeaks, connectHttp, containersOfSession, dockerRequest, snapshot, startHttpServer, stopServer,
+  waitFor,
+} from './attack_lib.mjs';
 import { rawMcp } from './raw_mcp.mjs';
 
 const WAITS_PER_SESSION = 64; // the per-session bound (64); 3 sessions: past the old 80 threads
@@ -41,6 +44,15 @@ after(async () => {
   await assertNoLeaks(baseline);
 });
 
+// A new sandbox session of MCP session `sessionId`, made by a plain call; resolves with its id
+// (a task or a read aimed at it needs the id up front).
+async function newSandbox(sessionId) {
+  const res = await post(sessionId, rpc('tools/call', { name: 'run_code', arguments: { code: '1' } })).done;
+  const id = res.messages.at(-1).result?.structuredContent?.session_id;
+  assert.ok(id, JSON.stringify(res.messages));
+  return id;
+}
+
 // A task that runs until tasks/cancel (or 120 s); resolves with its taskId.
 async function startLongTask(sessionId, sandboxId) {
   const res = await post(sessionId, rpc('tools/call', {
@@ -68,7 +80,8 @@ test('hundreds of waiting tasks/result hold no threads; waits end with their con
   const attackers = [];
   for (let i = 0; i < 3; ++i) {
     const sessionId = await openSession();
-    attackers.push({ sessionId, taskId: await startLongTask(sessionId, `wait-${i}`) });
+    const sandbox = await newSandbox(sessionId);
+    attackers.push({ sessionId, sandbox, taskId: await startLongTask(sessionId, sandbox) });
   }
   // Every task is running (its sandbox exists) before the flood.
   for (const a of attackers) {
@@ -126,28 +139,38 @@ test('hundreds of waiting tasks/result hold no threads; waits end with their con
     assert.ok(last.result, JSON.stringify(last));
     assert.ok(last.result._meta['io.modelcontextprotocol/related-task'].taskId);
   }
-  for (const [i, a] of attackers.entries()) {
-    await post(a.sessionId, rpc('tools/call', { name: 'cleanup_session', arguments: { session_id: `wait-${i}` } })).done;
+  for (const a of attackers) {
+    await post(a.sessionId, rpc('tools/call', { name: 'cleanup_session', arguments: { session_id: a.sandbox } })).done;
   }
 });
 
 test('a tools/call behind a running task and reads of a session still building hold no threads', async () => {
   const sessionId = await openSession();
-  const taskId = await startLongTask(sessionId, 'busy');
+  const busy = await newSandbox(sessionId);
+  const taskId = await startLongTask(sessionId, busy);
   await waitFor(async () => {
     const res = await post(sessionId, rpc('tasks/get', { taskId })).done;
     return res.messages[0].result.status === 'working';
   }, 30000, 'the task to run');
   // Behind the task: parked until it ends.
   const behind = post(sessionId, rpc('tools/call', {
-    name: 'run_code', arguments: { session_id: 'busy', code: 'print("after the task")' },
+    name: 'run_code', arguments: { session_id: busy, code: 'print("after the task")' },
   }));
   // A session whose image build takes a while, and reads of it from other MCP sessions' worth of
-  // requests: answered at once ("still starting"), not parked on a thread.
+  // requests: answered at once ("still starting"), not parked on a thread. A session id is known
+  // before its sandbox exists only when its sandbox was lost: the call after that starts a fresh
+  // one under the same id, here from a slow build.
   const builder = await openSession();
+  const slowBuild = await newSandbox(builder);
+  const killed = (await post(builder, rpc('tools/call', {
+    name: 'get_session_stats', arguments: { session_id: slowBuild },
+  })).done).messages.at(-1).result.structuredContent.container_id;
+  await dockerRequest('POST', `/containers/${killed}/kill`);
+  await waitFor(async () => (await containersOfSession(slowBuild, [killed])).length === 0, 20000,
+    'the killed sandbox to go');
   const buildRequest = rpc('tools/call', {
     name: 'run_shell',
-    arguments: { session_id: 'slow-build', command: 'true',
+    arguments: { session_id: slowBuild, command: 'true',
       dockerfile: 'FROM sandbox-mcp/python:latest\nRUN sleep 25\n' },
   });
   const build = post(builder, buildRequest);
@@ -155,7 +178,7 @@ test('a tools/call behind a running task and reads of a session still building h
   const reads = [];
   for (let i = 0; i < 2; ++i) {
     const reader = i === 0 ? builder : await openSession();
-    for (let j = 0; j < 60; ++j) reads.push(post(reader, rpc('resources/read', { uri: 'sandbox://slow-build/x' })).done);
+    for (let j = 0; j < 60; ++j) reads.push(post(reader, rpc('resources/read', { uri: `sandbox://${slowBuild}/x` })).done);
   }
   const readAnswers = await Promise.all(reads);
   const starting = readAnswers.filter((r) => /still starting/.test(r.messages[0]?.error?.message ?? ''));
@@ -170,5 +193,5 @@ test('a tools/call behind a running task and reads of a session still building h
   await post(builder, { jsonrpc: '2.0', method: 'notifications/cancelled',
     params: { requestId: buildRequest.id, reason: 'test over' } }).done;
   await build.done;
-  await post(sessionId, rpc('tools/call', { name: 'cleanup_session', arguments: { session_id: 'busy' } })).done;
+  await post(sessionId, rpc('tools/call', { name: 'cleanup_session', arguments: { session_id: busy } })).done;
 });

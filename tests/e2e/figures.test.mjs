@@ -59,7 +59,6 @@ after(async () => {
 test('a matplotlib figure comes back as image content; its full size reads back as a resource', async () => {
   const { client } = conn;
   const r = await call(client, 'run_code', {
-    session_id: 'fig-basic',
     code: [
       'import matplotlib.pyplot as plt, numpy as np',
       'fig, ax = plt.subplots(figsize=(6, 4))',
@@ -68,10 +67,13 @@ test('a matplotlib figure comes back as image content; its full size reads back 
     ].join('\n'),
   });
   assert.equal(r.structuredContent.status, 'success', r.structuredContent.stderr);
+  const sid = r.structuredContent.session_id;
   const [image] = checkedImages(r);
   assert.equal(r.structuredContent.images.length, 1);
   assert.equal(image.width, image.sent_width, 'small enough to be sent at full size');
-  assert.match(image.uri, /^sandbox:\/\/fig-basic\/tmp\/\.sandbox-mcp\/figures\/figure-\d+-\d+-1\.png$/);
+  const prefix = `sandbox://${sid}/tmp/.sandbox-mcp/figures/`;
+  assert.ok(image.uri.startsWith(prefix), image.uri);
+  assert.match(image.uri.slice(prefix.length), /^figure-\d+-\d+-1\.png$/);
   const full = await readBlob(client, image.uri);
   assert.deepEqual(pngSize(full), { width: image.width, height: image.height });
   assert.equal(full.length, image.bytes);
@@ -80,17 +82,16 @@ test('a matplotlib figure comes back as image content; its full size reads back 
   assert.ok(resources.some((res) => res.uri === image.uri && res.mimeType === 'image/png'), 'listed');
 
   // Shown figures are closed, as in a notebook: the next cell starts with none.
-  const next = await call(client, 'run_code', { session_id: 'fig-basic', code: 'plt.get_fignums()' });
+  const next = await call(client, 'run_code', { session_id: sid, code: 'plt.get_fignums()' });
   assert.equal(next.structuredContent.result, '[]');
   assert.equal(next.structuredContent.images, undefined);
   assert.equal(next.content.length, 1);
-  await call(client, 'cleanup_session', { session_id: 'fig-basic' });
+  await call(client, 'cleanup_session', { session_id: sid });
 });
 
 test('a figure past the limits is downscaled; the full size stays in the sandbox', async () => {
   const { client } = conn;
   const r = await call(client, 'run_code', {
-    session_id: 'fig-big',
     code: [
       'import matplotlib.pyplot as plt, numpy as np',
       'plt.figure(figsize=(40, 30), dpi=100)',
@@ -104,7 +105,7 @@ test('a figure past the limits is downscaled; the full size stays in the sandbox
   assert.ok(image.sent_width < image.width);
   const full = await readBlob(client, image.uri);
   assert.deepEqual(pngSize(full), { width: image.width, height: image.height });
-  await call(client, 'cleanup_session', { session_id: 'fig-big' });
+  await call(client, 'cleanup_session', { session_id: r.structuredContent.session_id });
 });
 
 test('a DataFrame value is a compact table with its shape and dtypes', async () => {
@@ -168,7 +169,6 @@ test('images forged by user code on the driver\'s reply pipe are refused', async
     table: { kind: 'Matrix', shape: [1, 2, 3] },
   };
   const r = await call(client, 'run_code', {
-    session_id: 'fig-forged',
     code: [
       'import os, sys, time',
       "cell = sys._getframe().f_back.f_locals['command']['cell']",
@@ -184,7 +184,7 @@ test('images forged by user code on the driver\'s reply pipe are refused', async
   assert.match(s.stderr, /\[sandbox\] image 1 is not a PNG/);
   assert.match(s.stderr, /\[sandbox\] image 2 is larger than 1048576 bytes/);
   // The cell's real reply, a second answer to the same cell, is not taken for the next cell's.
-  const after = await call(client, 'run_code', { session_id: 'fig-forged', code: '6 * 7' });
+  const after = await call(client, 'run_code', { session_id: s.session_id, code: '6 * 7' });
   assert.equal(after.structuredContent.result, '42');
-  await call(client, 'cleanup_session', { session_id: 'fig-forged' });
+  await call(client, 'cleanup_session', { session_id: s.session_id });
 });

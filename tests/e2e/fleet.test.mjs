@@ -6,6 +6,9 @@
 //  0. the front itself refuses requests without the bearer token;
 //  1. sessions are balanced and sticky: each stays on its replica, and its state persists; each
 //     session id names its replica, which is all the front routes by;
+//  1a. 2026-07-28 clients (no MCP session): requests without a handle are balanced, a call naming
+//     a sandbox session reaches the replica its id names (Mcp-Param-Session-Id), and a header
+//     that disagrees with the body is refused;
 //  1b. attack: churning sessions (initialize + DELETE, hundreds of times) leaves the front no
 //     table to fill, and a restarted front still routes every earlier session to its replica;
 //  2. a killed replica's clients get a clean "session not found" and recover by initializing
@@ -22,6 +25,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from '@modelcontextprotocol/client';
 import { fileURLToPath } from 'node:url';
 import {
   SERVER_BIN, connectHttp, containersOfInstance, dockerExec, dockerRequest, getEndpoint,
@@ -255,6 +259,56 @@ test('16 clients through the front: sessions spread over both replicas, stay the
     const stats = await c.conn.client.callTool({ name: 'get_session_stats', arguments: { session_id: c.sandbox } });
     const id = stats.structuredContent.container_id;
     assert.ok((c.replica === 'a' ? localIds : remoteIds).has(id), `session on ${c.replica} runs on its engine`);
+  }
+});
+
+// MCP 2026-07-28 through the same front: no MCP session to be sticky on. A request without a
+// handle is balanced; one naming a sandbox session carries its id in Mcp-Param-Session-Id (the
+// v2 client mirrors the x-mcp-header argument), and the front sends it to the replica the id
+// names. A header that disagrees with the body never reaches a sandbox: the replica refuses it.
+test('2026-07-28 clients through the front: sandboxes by handle stay on the replica the handle names', async () => {
+  const modern = [];
+  try {
+    for (let i = 0; i < 8; i++) {
+      const client = new ClientV2({ name: `fleet-v2-${i}`, version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await client.connect(new StreamableHTTPClientTransportV2(new URL(front.url), { requestInit: { headers: AUTH } }));
+      await client.listTools(); // the client learns which arguments it mirrors as headers
+      const first = await runCode(client, `y = ${i}\ny`);
+      const replica = Object.values(replicas).find((r) => first.session_id.endsWith(`~${r.instanceId}`));
+      assert.ok(replica, `${first.session_id} names a replica`);
+      modern.push({ client, sandbox: first.session_id, value: i, replica: replica.name });
+    }
+    const onA = modern.filter((m) => m.replica === 'a').length;
+    assert.ok(onA >= 2 && onA <= 6, `new sandboxes are balanced: ${onA} of 8 on a`);
+    for (let round = 1; round <= 2; round++) {
+      await Promise.all(modern.map(async (m) => {
+        const out = await runCode(m.client, 'y += 10\ny', m.sandbox);
+        m.value += 10;
+        assert.equal(out.result, String(m.value), 'the handle led the call to its replica');
+      }));
+    }
+    // A forged header naming the other replica: refused before any sandbox runs it.
+    const victim = modern[0];
+    const other = Object.values(replicas).find((r) => r.name !== victim.replica);
+    const res = await fetch(front.url, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'run_code',
+        'mcp-param-session-id': `s-0~${other.instanceId}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'forged', method: 'tools/call', params: {
+        _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} },
+        name: 'run_code', arguments: { code: 'y = -1', session_id: victim.sandbox } } }),
+    });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.code, -32020);
+    assert.equal((await runCode(victim.client, 'y', victim.sandbox)).result, String(victim.value));
+    for (const m of modern) {
+      const end = await m.client.callTool({ name: 'cleanup_session', arguments: { session_id: m.sandbox } });
+      assert.equal(end.isError, false, JSON.stringify(end));
+    }
+  } finally {
+    for (const m of modern) await m.client.close().catch(() => {});
   }
 });
 

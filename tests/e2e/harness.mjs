@@ -5,7 +5,7 @@ import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Client as ClientV2 } from '@modelcontextprotocol/client';
+import { Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio';
 // Result schemas for task requests; bench/ imports them from here (it has no node_modules).
 export { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -46,6 +46,17 @@ export async function connectStdioV2(mode, extraArgs = []) {
     { versionNegotiation: { mode } });
   await client.connect(transport);
   return { client, transport, stderr };
+}
+
+// A v2 client (MCP 2026-07-28, pinned) over Streamable HTTP to `url`, sending `headers` (e.g. a
+// bearer token) with every request. It lists the tools first: from then on it mirrors the
+// arguments tools mark (x-mcp-header) as Mcp-Param-* headers.
+export async function connectHttpV2(url, headers = {}) {
+  const client = new ClientV2({ name: 'sandbox-mcp-e2e-v2', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new StreamableHTTPClientTransportV2(new URL(url), { requestInit: { headers } }));
+  await client.listTools();
+  return client;
 }
 
 // Starts `sandbox-mcp --http 127.0.0.1:0` and resolves once it logs its bound port.

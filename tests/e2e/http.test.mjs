@@ -36,22 +36,27 @@ test('tools/list and the seed flow over HTTP', async () => {
 test('a session id made in one MCP session is unknown to another', async () => {
   const a = await connectHttp(server.url);
   const b = await connectHttp(server.url);
-  const made = await call(a.client, 'run_code', { code: 'secret = 1', session_id: 'shared-name' });
+  const made = await call(a.client, 'run_code', { code: 'secret = 1' });
   const sid = made.structuredContent.session_id;
   const stolen = await call(b.client, 'run_code', { code: 'secret', session_id: sid });
-  // b gets its own fresh session under that name: the variable does not exist there.
-  assert.equal(stolen.structuredContent.status, 'error');
-  assert.match(stolen.structuredContent.stderr, /NameError/);
+  // b cannot use a's session, nor make one under its id.
+  assert.equal(stolen.isError, true);
+  assert.ok(stolen.content[0].text.startsWith(`Unknown session '${sid}'`), stolen.content[0].text);
   const stats = await call(b.client, 'list_sessions', {});
-  assert.equal(stats.structuredContent.sessions.length, 1);
-  const ids = [await sandboxContainerId(a.client, sid), await sandboxContainerId(b.client, sid)];
-  assert.notEqual(ids[0], ids[1]);
-  assert.equal((await containersOfSession(sid, ids)).length, 2);
+  assert.equal(stats.structuredContent.sessions.length, 0);
+  const own = await call(b.client, 'run_code', { code: 'mine = 2' });
+  const bSid = own.structuredContent.session_id;
+  assert.notEqual(bSid, sid);
+  const aIds = [await sandboxContainerId(a.client, sid)];
+  const bIds = [await sandboxContainerId(b.client, bSid)];
+  assert.notEqual(aIds[0], bIds[0]);
+  assert.equal((await containersOfSession(sid, aIds)).length, 1);
   // DELETE (terminateSession) ends a's MCP session and removes its sandbox; b's remains.
   await a.transport.terminateSession();
-  await waitFor(async () => (await containersOfSession(sid, ids)).length === 1, 15000, 'a sandbox removal');
+  await waitFor(async () => (await containersOfSession(sid, aIds)).length === 0, 15000, 'a sandbox removal');
+  assert.equal((await containersOfSession(bSid, bIds)).length, 1);
   await b.transport.terminateSession();
-  await waitFor(async () => (await containersOfSession(sid, ids)).length === 0, 15000, 'b sandbox removal');
+  await waitFor(async () => (await containersOfSession(bSid, bIds)).length === 0, 15000, 'b sandbox removal');
 });
 
 test('wrong Origin is refused with 403', async () => {

@@ -88,6 +88,7 @@ describe('sidecar in container mode (default)', () => {
   let downPort;
   let conn;
   let config;
+  let allowedSession; // the session the tests below share: its sandbox talks to server-everything
   before(async () => {
     everything = await startEverything();
     redirector = await startRedirector(`http://127.0.0.1:${everything.port}/admin`);
@@ -115,7 +116,6 @@ describe('sidecar in container mode (default)', () => {
 
   test('initialize, tools/list and tools/call reach server-everything through the socket', async () => {
     const { value, structured } = await runJson(conn.client, {
-      session_id: 'mcp-allowed',
       mcp_allowlist: [everything.url],
       code: `
 import json, os
@@ -128,17 +128,18 @@ print(json.dumps({"socket": os.environ.get("MCP_PROXY_SOCKET"), "server": c.serv
 `,
     });
     assert.equal(structured.session_created, true);
+    allowedSession = structured.session_id;
     assert.equal(value.socket, '/run/mcp/mcp.sock');
     assert.match(JSON.stringify(value.server), /everything/i);
     assert.ok(value.tools.includes('echo') && value.tools.includes('get-sum'), value.tools.join());
     assert.match(JSON.stringify(value.echo.content), /hello from gVisor/);
     // The session's relay is its own container, separate from the sandbox.
-    assert.equal((await sidecarContainers('mcp-allowed')).length, 1);
+    assert.equal((await sidecarContainers(allowedSession)).length, 1);
   });
 
   test('a URL not on the allowlist is refused by the policy', async () => {
     const { value } = await runJson(conn.client, {
-      session_id: 'mcp-allowed',
+      session_id: allowedSession,
       code: attempt(`connect("http://127.0.0.1:${redirector.port}/mcp")`),
     });
     assert.equal(value.error, 'PolicyDenied', JSON.stringify(value));
@@ -148,7 +149,6 @@ print(json.dumps({"socket": os.environ.get("MCP_PROXY_SOCKET"), "server": c.serv
 
   test('a redirect is not followed, and following it by hand is refused', async () => {
     const res = await call(conn.client, 'run_code', {
-      session_id: 'mcp-redirect',
       mcp_allowlist: [redirector.url('/mcp')],
       code: attempt(`connect(${JSON.stringify(redirector.url('/mcp'))})`)
         + attempt(`connect("http://127.0.0.1:${everything.port}/admin")`),
@@ -158,13 +158,12 @@ print(json.dumps({"socket": os.environ.get("MCP_PROXY_SOCKET"), "server": c.serv
     assert.match(redirect.message, /redirect/i);
     assert.match(redirect.message, /\/admin/);
     assert.equal(follow.error, 'PolicyDenied', JSON.stringify(follow));
-    await call(conn.client, 'cleanup_session', { session_id: 'mcp-redirect' });
+    await call(conn.client, 'cleanup_session', { session_id: res.structuredContent.session_id });
   });
 
   test('methods and tools outside the entry are refused with JSON-RPC errors', async () => {
     const restricted = { url: everything.url, methods: ['tools/call'], tools: ['echo'] };
     const res = await call(conn.client, 'run_code', {
-      session_id: 'mcp-restricted',
       mcp_allowlist: [restricted],
       code: `
 from sandbox_mcp import connect
@@ -179,18 +178,19 @@ print(__import__("json").dumps({"ok": c.call_tool("echo", {"message": "allowed"}
     assert.equal(sum.code, -32602, JSON.stringify(sum));
     assert.match(sum.message, /get-sum/);
 
-    const stats = await call(conn.client, 'get_session_stats', { session_id: 'mcp-restricted' });
+    const sid = res.structuredContent.session_id;
+    const stats = await call(conn.client, 'get_session_stats', { session_id: sid });
     const mcp = stats.structuredContent.mcp;
     assert.deepEqual(mcp.allowlist[0].tools, ['echo']);
     assert.equal(mcp.sidecar.running, true);
     assert.ok(mcp.sidecar.denied >= 2, JSON.stringify(mcp));
     assert.ok(mcp.sidecar.allowed >= 2, JSON.stringify(mcp));
-    await call(conn.client, 'cleanup_session', { session_id: 'mcp-restricted' });
+    await call(conn.client, 'cleanup_session', { session_id: sid });
   });
 
   test('the sandbox still has no network: a direct TCP connection fails', async () => {
     const { value } = await runJson(conn.client, {
-      session_id: 'mcp-allowed',
+      session_id: allowedSession,
       code: attempt(`
 import socket
 socket.create_connection(("127.0.0.1", ${everything.port}), timeout=3)
@@ -201,7 +201,7 @@ out["ok"] = "connected"`),
   });
 
   test('the audit log records each decision with time, URL, decision, status and bytes', async () => {
-    const records = auditLines('mcp-allowed');
+    const records = auditLines(allowedSession);
     const allowed = records.filter((r) => r.decision === 'allow');
     const denied = records.filter((r) => r.decision === 'deny');
     assert.ok(allowed.length >= 3, JSON.stringify(records));
@@ -217,7 +217,7 @@ out["ok"] = "connected"`),
   test('the allowlist is fixed at creation', async () => {
     const res = await conn.client.callTool({
       name: 'run_code',
-      arguments: { session_id: 'mcp-allowed', mcp_allowlist: [redirector.url('/mcp')], code: '1' },
+      arguments: { session_id: allowedSession, mcp_allowlist: [redirector.url('/mcp')], code: '1' },
     });
     assert.equal(res.isError, true);
     assert.match(res.content[0].text, /different mcp_allowlist/);
@@ -225,34 +225,31 @@ out["ok"] = "connected"`),
 
   test('upstream down answers 502 with the reason', async () => {
     const url = `http://127.0.0.1:${downPort}/mcp`;
-    const { value } = await runJson(conn.client, {
-      session_id: 'mcp-faults',
+    const { value, structured } = await runJson(conn.client, {
       mcp_allowlist: [url],
       code: attempt(`connect(${JSON.stringify(url)})`),
     });
     assert.equal(value.status, 502, JSON.stringify(value));
     assert.match(value.message, /refused|connect/i);
-    await call(conn.client, 'cleanup_session', { session_id: 'mcp-faults' });
+    await call(conn.client, 'cleanup_session', { session_id: structured.session_id });
   });
 
   test('an upstream that hangs is cut off after the idle timeout (504)', async () => {
     {
       const started = Date.now();
-      const { value } = await runJson(conn.client, {
-        session_id: 'mcp-hang',
+      const { value, structured } = await runJson(conn.client, {
         mcp_allowlist: [hanging.url()],
         code: attempt(`connect(${JSON.stringify(hanging.url())}, timeout=30)`),
       });
       assert.equal(value.status, 504, JSON.stringify(value));
       assert.ok(Date.now() - started < 20000);
-      await call(conn.client, 'cleanup_session', { session_id: 'mcp-hang' });
+      await call(conn.client, 'cleanup_session', { session_id: structured.session_id });
     }
   });
 
   test('a client that leaves mid-stream cancels the upstream request', async () => {
     {
-      const { value } = await runJson(conn.client, {
-        session_id: 'mcp-stream',
+      const { value, structured } = await runJson(conn.client, {
         mcp_allowlist: [stream.url()],
         code: `
 import json, os, socket
@@ -274,17 +271,17 @@ print(json.dumps({"first": first.decode(errors="replace")}))
       ]);
       assert.ok(closedAt, 'the upstream request stayed open after the sandbox client left');
       assert.equal(stream.opened(), 1);
-      await call(conn.client, 'cleanup_session', { session_id: 'mcp-stream' });
+      await call(conn.client, 'cleanup_session', { session_id: structured.session_id });
     }
   });
 
   test('a killed sidecar is reported and restarted on the next call', async () => {
-    const [relay] = await sidecarContainers('mcp-allowed');
+    const [relay] = await sidecarContainers(allowedSession);
     execFileSync('docker', ['kill', relay.Id]);
-    await waitFor(async () => (await sidecarContainers('mcp-allowed')).every((c) => c.Id !== relay.Id),
+    await waitFor(async () => (await sidecarContainers(allowedSession)).every((c) => c.Id !== relay.Id),
       15000, 'the killed sidecar to go');
     const { value, structured } = await runJson(conn.client, {
-      session_id: 'mcp-allowed',
+      session_id: allowedSession,
       code: `
 import json
 from sandbox_mcp import connect
@@ -293,17 +290,17 @@ print(json.dumps(connect(${JSON.stringify(everything.url)}).call_tool("echo", {"
     });
     assert.match(JSON.stringify(value), /again/);
     assert.ok(structured.warnings?.some((w) => /restarted/.test(w)), JSON.stringify(structured));
-    const stats = await call(conn.client, 'get_session_stats', { session_id: 'mcp-allowed' });
+    const stats = await call(conn.client, 'get_session_stats', { session_id: allowedSession });
     assert.equal(stats.structuredContent.mcp.sidecar.restarts, 1);
   });
 
   test('cleanup_session removes the sandbox, its sidecar and its directory', async () => {
-    const before = auditLines('mcp-allowed').length;
+    const before = auditLines(allowedSession).length;
     assert.ok(before > 0);
-    await call(conn.client, 'cleanup_session', { session_id: 'mcp-allowed' });
-    await waitFor(async () => (await containersOfSession('mcp-allowed')).length === 0, 15000,
+    await call(conn.client, 'cleanup_session', { session_id: allowedSession });
+    await waitFor(async () => (await containersOfSession(allowedSession)).length === 0, 15000,
       'sandbox and sidecar removal');
-    assert.equal(auditLines('mcp-allowed').length, 0, 'the session directory was left behind');
+    assert.equal(auditLines(allowedSession).length, 0, 'the session directory was left behind');
   });
 
   test('a session without mcp_allowlist has no socket and the helper says why', async () => {
@@ -362,24 +359,23 @@ from sandbox_mcp import connect
 c = connect(${JSON.stringify(everything.url)})
 print(json.dumps({"sum": c.call_tool("get-sum", {"a": 2, "b": 3})}))
 `;
-    const { value } = await runJson(conn.client, {
-      session_id: 'mcp-process', mcp_allowlist: [everything.url], code,
-    });
+    const { value, structured } = await runJson(conn.client, { mcp_allowlist: [everything.url], code });
+    const sid = structured.session_id;
     assert.match(JSON.stringify(value.sum), /5/);
-    const stats = await call(conn.client, 'get_session_stats', { session_id: 'mcp-process' });
+    const stats = await call(conn.client, 'get_session_stats', { session_id: sid });
     const relay = stats.structuredContent.mcp.sidecar;
     assert.equal(relay.mode, 'process');
     assert.deepEqual(stats.structuredContent.mcp.allowlist[0].methods, ['tools/call', 'tools/list']);
     const pid = Number(relay.relay.replace('process ', ''));
     process.kill(pid, 'SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 300));  // a zombie until the server reaps it
-    const again = await runJson(conn.client, { session_id: 'mcp-process', code });
+    const again = await runJson(conn.client, { session_id: sid, code });
     assert.match(JSON.stringify(again.value.sum), /5/);
     const warning = again.structured.warnings?.find((w) => /restarted/.test(w));
     assert.ok(warning, JSON.stringify(again.structured));
     const restarted = Number(warning.match(/restarted as process (\d+)/)[1]);
     assert.notEqual(restarted, pid);
-    await call(conn.client, 'cleanup_session', { session_id: 'mcp-process' });
+    await call(conn.client, 'cleanup_session', { session_id: sid });
     assert.throws(() => process.kill(restarted, 0), 'the relay outlived its session');
   });
 });

@@ -250,6 +250,44 @@ test('over Streamable HTTP a pinned client keeps sandboxes by handle, beside a 2
     { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'run_shell' });
     assert.equal(wrongName.status, 400);
     assert.equal((await wrongName.json()).error.code, -32020);
+    // session_id travels as Mcp-Param-Session-Id too (x-mcp-header): a front routes by it, so
+    // it must agree with the body, and be there whenever the body names a session.
+    const tools = await modern.listTools();
+    assert.equal(tools.tools.find((t) => t.name === 'run_code').inputSchema.properties.session_id['x-mcp-header'],
+      'Session-Id');
+    const callIn = (id, header) => post({ id, method: 'tools/call',
+      params: { _meta: meta(), name: 'run_code', arguments: { code: 'x', session_id: sid } } },
+    { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'run_code', ...header });
+    for (const [id, header] of [['no-header', {}], ['other', { 'Mcp-Param-Session-Id': `${sid}x` }]]) {
+      const refused = await callIn(id, header);
+      assert.equal(refused.status, 400, id);
+      const body = await refused.json();
+      assert.equal(body.error.code, -32020, JSON.stringify(body));
+      assert.equal(body.id, id);
+    }
+    const agreed = await callIn('agreed', { 'Mcp-Param-Session-Id': sid });
+    assert.equal(agreed.status, 200);
+    const agreedText = await agreed.text();
+    assert.match(agreedText, /"result":"20"/, agreedText.slice(0, 400));
+    // 2026-07-28 over HTTP: closing a request's response stream cancels it (2025 requests run on).
+    const abort = new AbortController();
+    const cell = 'import time\ntime.sleep(20)\nopen("/tmp/finished", "w").write("x")';
+    const abandoned = fetch(server.url, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'run_code',
+        'Mcp-Param-Session-Id': sid },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'long', method: 'tools/call',
+        params: { _meta: meta(), name: 'run_code', arguments: { code: cell, session_id: sid } } }),
+    }).catch((e) => e);
+    await new Promise((r) => setTimeout(r, 1500));
+    abort.abort();
+    assert.equal((await abandoned).name, 'AbortError');
+    // The next call to the session waits behind the first: it sees the cell cut short.
+    const after = await run(modern, 'run_shell', { command: 'test -e /tmp/finished && echo ran || echo cancelled',
+      session_id: sid });
+    assert.equal(after.stdout, 'cancelled\n');
     // The principal's entry is no MCP session a client can name.
     const borrowed = await fetch(server.url, {
       method: 'POST',

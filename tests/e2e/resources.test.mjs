@@ -46,7 +46,7 @@ test('the server offers sandbox:// resources', async () => {
 
 test('a 5 MB output is saved, linked and read back by ranges', async () => {
   const { client } = await connectHttp(server.url);
-  const r = await call(client, 'run_shell', { command: `yes ${LINE} | head -n ${LINES}`, session_id: 'big-output' });
+  const r = await call(client, 'run_shell', { command: `yes ${LINE} | head -n ${LINES}` });
   assert.equal(r.structuredContent.status, 'success');
   assert.equal(r.structuredContent.truncated, true);
   assert.equal(r.structuredContent.stdout_bytes, LINES * 20);
@@ -54,7 +54,9 @@ test('a 5 MB output is saved, linked and read back by ranges', async () => {
   assert.equal(saved.stream, 'stdout');
   assert.equal(saved.bytes, LINES * 20);
   assert.equal(saved.complete, true);
-  assert.match(saved.uri, /^sandbox:\/\/big-output\/tmp\/\.sandbox-mcp\/outputs\/exec-\d+-stdout\.txt$/);
+  const prefix = `sandbox://${r.structuredContent.session_id}/tmp/.sandbox-mcp/outputs/`;
+  assert.ok(saved.uri.startsWith(prefix), saved.uri);
+  assert.match(saved.uri.slice(prefix.length), /^exec-\d+-stdout\.txt$/);
   const link = r.content.find((c) => c.type === 'resource_link');
   assert.ok(link, 'a resource_link content block');
   assert.equal(link.uri, saved.uri);
@@ -76,16 +78,16 @@ test('a 5 MB output is saved, linked and read back by ranges', async () => {
 
 test('workspace files read as text or blob; errors say what is wrong', async () => {
   const { client } = await connectHttp(server.url);
-  await call(client, 'run_code', {
+  const made = await call(client, 'run_code', {
     code: "open('data.csv','w').write('a,b\\n1,2\\n'); open('raw.bin','wb').write(bytes(range(256)))",
-    session_id: 'files',
   });
-  let { contents } = await client.readResource({ uri: 'sandbox://files/workspace/data.csv' });
+  const workspace = `sandbox://${made.structuredContent.session_id}/workspace`;
+  let { contents } = await client.readResource({ uri: `${workspace}/data.csv` });
   assert.equal(contents[0].text, 'a,b\n1,2\n');
   assert.equal(contents[0].mimeType, 'text/csv');
-  ({ contents } = await client.readResource({ uri: 'sandbox://files/workspace/raw.bin' }));
+  ({ contents } = await client.readResource({ uri: `${workspace}/raw.bin` }));
   assert.deepEqual([...Buffer.from(contents[0].blob, 'base64')], [...Array(256).keys()]);
-  await assert.rejects(client.readResource({ uri: 'sandbox://files/workspace/missing.txt' }), (e) => {
+  await assert.rejects(client.readResource({ uri: `${workspace}/missing.txt` }), (e) => {
     assert.ok(e instanceof McpError);
     assert.equal(e.code, -32002);
     assert.match(e.message, /No such file or directory/);
@@ -98,8 +100,8 @@ test('workspace files read as text or blob; errors say what is wrong', async () 
 test("another client cannot read or list a session's resources", async () => {
   const owner = await connectHttp(server.url);
   const other = await connectHttp(server.url);
-  await call(owner.client, 'run_code', { code: "open('secret.txt','w').write('s3cret')", session_id: 'mine' });
-  const uri = 'sandbox://mine/workspace/secret.txt';
+  const made = await call(owner.client, 'run_code', { code: "open('secret.txt','w').write('s3cret')" });
+  const uri = `sandbox://${made.structuredContent.session_id}/workspace/secret.txt`;
   assert.equal((await owner.client.readResource({ uri })).contents[0].text, 's3cret');
   await assert.rejects(other.client.readResource({ uri }), (e) => {
     assert.equal(e.code, -32002);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,43 @@ TEST_F(McpServerTest, ListsToolsWithSchemas) {
   EXPECT_EQ(names, (std::vector<std::string>{"run_code", "run_shell", "upload_file",
                                              "download_file", "list_files", "get_session_stats",
                                              "cleanup_session", "list_sessions"}));
+}
+
+// Every "type" in every schema is one name (anyOf for alternatives: some clients warn on type
+// arrays), and session_id travels as a header too for 2026-07-28 clients (x-mcp-header).
+TEST_F(McpServerTest, SchemasUseNoTypeArraysAndMarkSessionIdAsAHeader) {
+  initialize(*endpoint);
+  const auto tools = request(*endpoint, "tools/list")["result"]["tools"];
+  // `schema` is a JSON Schema (a "properties" map's values are; its keys are names).
+  std::function<void(const json&, const std::string&)> walk = [&](const json& schema,
+                                                                  const std::string& where) {
+    if (schema.is_array()) {
+      for (const auto& item : schema) walk(item, where + "[]");
+      return;
+    }
+    if (!schema.is_object()) return;
+    if (const auto type = schema.find("type"); type != schema.end()) {
+      EXPECT_TRUE(type->is_string()) << where << ": " << type->dump();
+    }
+    for (const auto& [key, value] : schema.items()) {
+      if (key == "properties" && value.is_object()) {
+        for (const auto& [name, property] : value.items()) walk(property, where + "/" + name);
+      } else if (key == "items" || key == "anyOf") {
+        walk(value, where + "/" + key);
+      }
+    }
+  };
+  std::size_t marked = 0;
+  for (const auto& tool : tools) {
+    walk(tool["inputSchema"], tool["name"].get<std::string>() + " input");
+    walk(tool["outputSchema"], tool["name"].get<std::string>() + " output");
+    const auto& session_id = tool["inputSchema"]["properties"].value("session_id", json());
+    if (session_id.is_null()) continue;
+    EXPECT_EQ(session_id.value("x-mcp-header", ""), "Session-Id") << tool["name"];
+    EXPECT_EQ(session_id.value("type", ""), "string") << tool["name"];
+    ++marked;
+  }
+  EXPECT_EQ(marked, 7U) << "every tool that takes a session_id but list_sessions";
 }
 
 TEST_F(McpServerTest, CallErrorsAreClear) {

@@ -163,6 +163,7 @@ TEST_F(Http, EachTokenIsAPrincipalThatAloneReachesItsSessions) {
   const auto owners = factory_->owners();
   const auto principals = factory_->principals();
   ASSERT_EQ(owners.size(), 4u) << "one session, then one endpoint per principal";
+  EXPECT_EQ(server_->sessionCount(), 1u) << "a principal's endpoint is no MCP session";
   EXPECT_EQ(principals[0], "alice");
   EXPECT_EQ(owners[1], "principal:alice");
   EXPECT_EQ(owners[2], "principal:bob");
