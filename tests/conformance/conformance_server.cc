@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
   auto protocol = std::make_shared<mcp::McpServer>(config, sessions, tools, nullptr,
                                                    std::vector<config::Principal>{}, features);
 
+  // x-mcp-header parameters (test_header_param) are checked against their Mcp-Param-* headers.
+  options.param_headers = transport::ParamHeaders::fromToolsList(protocol->toolsList());
   transport::HttpTransport server(protocol, options);
   std::thread watcher = stopOnSignal(server);
   server.start();
