@@ -102,6 +102,23 @@ std::optional<json> versionRefusal(const json& message) {
   return std::nullopt;
 }
 
+bool declaresTasksExtension(const json& params) {
+  if (!isModern(params)) return false;
+  const auto& capabilities = params.at("_meta").at(kClientCapabilitiesKey);
+  if (!capabilities.is_object()) return false;
+  const auto extensions = capabilities.find("extensions");
+  return extensions != capabilities.end() && extensions->is_object() &&
+         extensions->contains(kTasksExtension);
+}
+
+jsonrpc::Error tasksExtensionRequired(const std::string& method) {
+  return jsonrpc::Error(
+      kMissingRequiredClientCapability,
+      method + " needs the tasks extension: declare \"" + std::string(kTasksExtension) +
+          "\" in params._meta's clientCapabilities.extensions",
+      json{{"requiredCapabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}});
+}
+
 std::optional<json> methodRefusal(const json& message) {
   if (!isModern(paramsOf(message))) return std::nullopt;
   const std::string& method = message.at("method").get_ref<const std::string&>();
@@ -111,8 +128,9 @@ std::optional<json> methodRefusal(const json& message) {
   return jsonrpc::makeError(message.at("id"), jsonrpc::kMethodNotFound,
                             "Method not found: " + method +
                                 " is not part of MCP 2026-07-28 (it has server/discover, "
-                                "tools/list, tools/call, resources/list, resources/read and "
-                                "resources/templates/list here)");
+                                "tools/list, tools/call, resources/list, resources/read, "
+                                "resources/templates/list, and tasks/get, tasks/update and "
+                                "tasks/cancel of the tasks extension here)");
 }
 
 std::optional<json> refusal(const json& message) {

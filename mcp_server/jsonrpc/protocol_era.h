@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "jsonrpc/errors.h"
+
 namespace mcp::era {
 
 using json = nlohmann::json;
@@ -28,9 +30,15 @@ inline constexpr int kUnsupportedProtocolVersion = -32022;
 
 // The methods a 2026-07-28 request may name; the rest (initialize, ping, logging/setLevel, the
 // 2025 tasks/*) are removed in that revision and answer "method not found".
-inline constexpr std::array<std::string_view, 6> kModernMethods{
-    "server/discover", "tools/list",     "tools/call",
-    "resources/list",  "resources/read", "resources/templates/list"};
+inline constexpr std::array<std::string_view, 9>
+    kModernMethods{"server/discover", "tools/list",
+                   "tools/call",      "resources/list",
+                   "resources/read",  "resources/templates/list",
+                   "tasks/get",       "tasks/update",
+                   "tasks/cancel"};  // the last three: the tasks extension
+
+// The tasks extension: a tools/call may answer with a task the client polls (tasks/get).
+inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
 
 // How long a client may cache what the list methods and discover return (ttlMs): the tools and
 // templates never change while a server runs; a session's resources do.
@@ -46,6 +54,13 @@ inline constexpr int kStaticTtlMs = 3'600'000;
 // The request's params carry the 2026-07-28 envelope (a protocolVersion key in _meta, valid or
 // not): it is served, or refused, as a modern request.
 [[nodiscard]] bool isModern(const json& params);
+
+// Whether a 2026-07-28 request's client capabilities declare the tasks extension (it must, on
+// each request, for a task to answer it or for it to use tasks/*).
+[[nodiscard]] bool declaresTasksExtension(const json& params);
+
+// -32021 naming the tasks extension as the capability the request lacks.
+[[nodiscard]] jsonrpc::Error tasksExtensionRequired(const std::string& method);
 
 // The stages of refusal() on their own, for a transport that checks its headers between them
 // (Streamable HTTP: a header that disagrees with the body is -32020 before the version is

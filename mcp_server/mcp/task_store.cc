@@ -116,6 +116,15 @@ nlohmann::json TaskStore::get(const std::string& id) {
   return toJson(find(id));
 }
 
+std::optional<nlohmann::json> TaskStore::peekResult(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  sweep();
+  Record& record = find(id);
+  if (!record.result || record.status == TaskStatus::kCancelled) return std::nullopt;
+  record.result_fetched = true;
+  return *record.result;
+}
+
 bool TaskStore::contains(const std::string& id) {
   std::lock_guard lock(mutex_);
   sweep();

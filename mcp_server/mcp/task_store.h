@@ -88,6 +88,9 @@ class TaskStore {
   // The Task object; throws jsonrpc::Error(-32602) for an unknown or expired id.
   [[nodiscard]] json get(const std::string& id);
   [[nodiscard]] bool contains(const std::string& id);
+  // The stored CallToolResult of a finished task (marked fetched), or nullopt while it runs or
+  // when it was cancelled before it ran. Throws -32602 for an unknown or expired id.
+  [[nodiscard]] std::optional<json> peekResult(const std::string& id);
 
   // tasks/list: {"tasks": [...], "nextCursor"?}, oldest first. Throws -32602 for a bad cursor.
   [[nodiscard]] json list(const std::optional<std::string>& cursor);
