@@ -22,8 +22,9 @@ const char* kImmediateResponseKey = "io.modelcontextprotocol/model-immediate-res
 // What a result too big for the budgets keeps of stdout and of stderr.
 constexpr std::size_t kKeptStreamBytes = std::size_t{16} * 1024;
 
-TaskLimits limitsFrom(const config::ServerConfig& config) {
+TaskLimits limitsFrom(const config::ServerConfig& config, const std::string& route_tag) {
   TaskLimits limits;
+  limits.route_tag = route_tag;
   limits.max_tasks = static_cast<std::size_t>(config.tasks.max_per_client);
   limits.default_ttl = std::chrono::milliseconds(config.tasks.default_ttl_ms);
   limits.max_ttl = std::chrono::milliseconds(config.tasks.max_ttl_ms);
@@ -74,7 +75,7 @@ TaskRunner::TaskRunner(server::Caller caller, const config::ServerConfig& config
       metrics_(metrics),
       lanes_(lanes),
       threads_(threads),
-      store_(limitsFrom(config), TaskStore::Clock::now, server_result_bytes) {}
+      store_(limitsFrom(config, sessions.routeTag()), TaskStore::Clock::now, server_result_bytes) {}
 
 TaskRunner::~TaskRunner() { shutdown(); }
 

@@ -100,7 +100,7 @@ nlohmann::json TaskStore::create(std::optional<std::int64_t> requested_ttl_ms) {
             "no longer need with tasks/cancel, or call without params.task.");
   }
   Record record;
-  record.id = common::randomHex(16);
+  record.id = common::randomHex(16) + (limits_.route_tag.empty() ? "" : "~" + limits_.route_tag);
   record.serial = next_serial_++;
   record.created = record.updated = now_();
   record.ttl = ttl;

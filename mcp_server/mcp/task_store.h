@@ -64,6 +64,9 @@ struct TaskLimits {
   std::chrono::milliseconds max_ttl{60 * 60 * 1000};
   std::chrono::milliseconds poll_interval{500};
   std::size_t page_size = 50;  // tasks/list
+  // Ends every task id after a "~" (the replica's instance id), so that a front routes tasks/get
+  // by the id (Mcp-Name) to the replica holding the task. Empty: ids are 128 random bits alone.
+  std::string route_tag;
 };
 
 class TaskStore {
