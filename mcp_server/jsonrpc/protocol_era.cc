@@ -102,6 +102,23 @@ std::optional<json> versionRefusal(const json& message) {
   return std::nullopt;
 }
 
+bool declaresTasksExtension(const json& params) {
+  if (!isModern(params)) return false;
+  const auto& capabilities = params.at("_meta").at(kClientCapabilitiesKey);
+  if (!capabilities.is_object()) return false;
+  const auto extensions = capabilities.find("extensions");
+  return extensions != capabilities.end() && extensions->is_object() &&
+         extensions->contains(kTasksExtension);
+}
+
+jsonrpc::Error tasksExtensionRequired(const std::string& method) {
+  return jsonrpc::Error(
+      kMissingRequiredClientCapability,
+      method + " needs the tasks extension: declare \"" + std::string(kTasksExtension) +
+          "\" in params._meta's clientCapabilities.extensions",
+      json{{"requiredCapabilities", {{"extensions", {{kTasksExtension, json::object()}}}}}});
+}
+
 std::optional<json> methodRefusal(const json& message) {
   if (!isModern(paramsOf(message))) return std::nullopt;
   const std::string& method = message.at("method").get_ref<const std::string&>();

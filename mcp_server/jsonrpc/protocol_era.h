@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "jsonrpc/errors.h"
+
 namespace mcp::era {
 
 using json = nlohmann::json;
@@ -27,18 +29,15 @@ inline constexpr int kMissingRequiredClientCapability = -32021;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 
 // Methods 2026-07-28 removed: a modern request naming one answers "method not found" even where
-// the endpoint serves it to 2025 clients. The 2025 tasks/* are here until the tasks extension
-// (io.modelcontextprotocol/tasks) is offered. Other methods the endpoint lacks get the
-// dispatcher's -32601.
-inline constexpr std::array<std::string_view, 9> kRemovedMethods{"initialize",
-                                                                 "ping",
-                                                                 "logging/setLevel",
-                                                                 "resources/subscribe",
-                                                                 "resources/unsubscribe",
-                                                                 "tasks/get",
-                                                                 "tasks/result",
-                                                                 "tasks/list",
-                                                                 "tasks/cancel"};
+// the endpoint serves it to 2025 clients (tasks/result and tasks/list are 2025 tasks; the tasks
+// extension has tasks/get, tasks/update and tasks/cancel). Other methods the endpoint lacks get
+// the dispatcher's -32601.
+inline constexpr std::array<std::string_view, 7> kRemovedMethods{
+    "initialize",   "ping",      "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+    "tasks/result", "tasks/list"};
+
+// The tasks extension: a tools/call may answer with a task the client polls (tasks/get).
+inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
 
 // How long a client may cache what the list methods and discover return (ttlMs): the tools and
 // templates never change while a server runs; a session's resources do.
@@ -54,6 +53,13 @@ inline constexpr int kStaticTtlMs = 3'600'000;
 // The request's params carry the 2026-07-28 envelope (a protocolVersion key in _meta, valid or
 // not): it is served, or refused, as a modern request.
 [[nodiscard]] bool isModern(const json& params);
+
+// Whether a 2026-07-28 request's client capabilities declare the tasks extension (it must, on
+// each request, for a task to answer it or for it to use tasks/*).
+[[nodiscard]] bool declaresTasksExtension(const json& params);
+
+// -32021 naming the tasks extension as the capability the request lacks.
+[[nodiscard]] jsonrpc::Error tasksExtensionRequired(const std::string& method);
 
 // The stages of refusal() on their own, for a transport that checks its headers between them
 // (Streamable HTTP: a header that disagrees with the body is -32020 before the version is

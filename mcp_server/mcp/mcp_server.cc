@@ -219,8 +219,10 @@ json McpEndpoint::initialize(const json& params) {
 }
 
 json McpEndpoint::discover() const {
+  json capabilities = this->capabilities();
+  capabilities["extensions"] = {{era::kTasksExtension, json::object()}};
   json result{{"supportedVersions", era::supportedVersions()},
-              {"capabilities", capabilities()},
+              {"capabilities", std::move(capabilities)},
               {"_meta", {{era::kServerInfoKey, serverInfo()}}}};
   if (!instructions().empty()) result["instructions"] = instructions();
   return era::cacheable(std::move(result), era::kStaticTtlMs, "public");
@@ -262,11 +264,17 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (call.transport.cancel && call.transport.cancel->cancelled()) {
     return cancelledBeforeItRan(lane_key);
   }
-  // 2025 tasks only: in 2026-07-28 tasks are an extension this server does not offer yet.
-  const auto task = params.find("task");
-  if (task != params.end() && !era::isModern(params)) {
-    const tools::Tool* tool = tools_.find(name->get<std::string>());
-    if (tool != nullptr) return startTask(*tool, params, arguments, std::move(lane_key), call);
+  // Tasks: 2025's when params.task asks; in 2026-07-28 the extension's, when the client declares
+  // it, for the tools that can run as tasks (the server decides: a long call becomes a task).
+  const bool modern = era::isModern(params);
+  if (const tools::Tool* tool = tools_.find(name->get<std::string>()); tool != nullptr) {
+    if (!modern && params.contains("task")) {
+      return startTask(*tool, params, arguments, std::move(lane_key), call);
+    }
+    if (modern && era::declaresTasksExtension(params) &&
+        tool->spec.task_support == tools::TaskSupport::kOptional) {
+      return startOrInline(*tool, arguments, std::move(lane_key));
+    }
   }  // an unknown tool gets the usual error below
   const tools::Tool* tool = tools_.find(name->get<std::string>());
   if (tool == nullptr) {

@@ -140,7 +140,14 @@ class McpEndpoint : public jsonrpc::Endpoint {
   jsonrpc::json startTask(const tools::Tool& tool, const jsonrpc::json& params,
                           const jsonrpc::json& arguments, std::string lane_key,
                           jsonrpc::CallContext& call);
-  void registerTaskMethods();  // tasks/get, tasks/result, tasks/list, tasks/cancel
+  // A tools/call of a 2026-07-28 client with the tasks extension: its result, or a task when it
+  // runs longer than a moment (mcp_tasks.cc).
+  jsonrpc::json startOrInline(const tools::Tool& tool, const jsonrpc::json& arguments,
+                              std::string lane_key);
+  // Throws unless a task may start now for `tool` with `arguments`.
+  void checkTaskCanStart(const tools::Tool& tool, const jsonrpc::json& arguments);
+  // tasks/get, tasks/result, tasks/list, tasks/cancel; tasks/update (the extension's).
+  void registerTaskMethods();
   // The request's cancel token: the one the transport admitted, else one registered now (a batch
   // element, a direct handle() call) for as long as the caller keeps it.
   [[nodiscard]] std::shared_ptr<CancelToken> cancelTokenFor(jsonrpc::CallContext& call);

@@ -1,12 +1,23 @@
 // McpEndpoint's part of MCP tasks: starting a task-augmented tools/call and the tasks/* methods.
 // The work itself is TaskRunner's.
+#include <chrono>
+
 #include "jsonrpc/errors.h"
+#include "jsonrpc/protocol_era.h"
 #include "mcp/mcp_server.h"
 #include "tools/schema_validator.h"
 
 namespace mcp {
 
 using jsonrpc::json;
+
+namespace {
+
+// How long a tools/call of a client with the tasks extension may run before it answers with a
+// task instead of its result: most calls finish well within it and answer as usual.
+constexpr std::chrono::milliseconds kInlineWait{1000};
+
+}  // namespace
 
 json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const json& arguments,
                             std::string lane_key, jsonrpc::CallContext& call) {
@@ -16,15 +27,7 @@ json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const j
                              " does not run as a task (tools/list: execution.taskSupport is "
                              "\"forbidden\"); call it without params.task");
   }
-  // Checked now: a task that fails on its arguments would tell a polling client only "failed".
-  if (auto problem = tools::validateAgainstSchema(arguments, tool.spec.input_schema, "arguments")) {
-    throw jsonrpc::Error(jsonrpc::kInvalidParams,
-                         "Invalid arguments for " + tool.spec.name + ": " + *problem);
-  }
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
-  }
+  checkTaskCanStart(tool, arguments);
   TaskRunner::Start start{tool,
                           arguments,
                           params.at("task"),
@@ -35,10 +38,44 @@ json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const j
   return tasks_.start(std::move(start));
 }
 
+void McpEndpoint::checkTaskCanStart(const tools::Tool& tool, const json& arguments) {
+  // Checked now: a task that fails on its arguments would tell a polling client only "failed".
+  if (auto problem = tools::validateAgainstSchema(arguments, tool.spec.input_schema, "arguments")) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams,
+                         "Invalid arguments for " + tool.spec.name + ": " + *problem);
+  }
+  std::lock_guard lock(mutex_);
+  if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
+}
+
+json McpEndpoint::startOrInline(const tools::Tool& tool, const json& arguments,
+                                std::string lane_key) {
+  checkTaskCanStart(tool, arguments);
+  // The extension's tasks carry no notifications: their status is polled.
+  TaskRunner::Start start{tool,  arguments, json::object(), nullptr, std::move(lane_key),
+                          false, nullptr};
+  return tasks_.startOrInline(std::move(start), kInlineWait);
+}
+
 void McpEndpoint::registerTaskMethods() {
-  dispatcher_.onRequest("tasks/get", [this](const json& params, auto&) {
+  // tasks/get and tasks/cancel: 2025's, or the tasks extension's for 2026-07-28 requests.
+  const auto extension = [](const json& params, const char* method) {
+    if (!era::isModern(params)) return false;
+    if (!era::declaresTasksExtension(params)) throw era::tasksExtensionRequired(method);
+    return true;
+  };
+  dispatcher_.onRequest("tasks/get", [this, extension](const json& params, auto&) {
+    if (extension(params, "tasks/get")) return tasks_.getExtension(params);
     requireInitialized(params);
     return tasks_.get(params);
+  });
+  dispatcher_.onRequest("tasks/update", [this, extension](const json& params, auto&) {
+    if (!extension(params, "tasks/update")) {
+      throw jsonrpc::Error(jsonrpc::kMethodNotFound,
+                           "Method not found: tasks/update belongs to the 2026-07-28 tasks "
+                           "extension");
+    }
+    return tasks_.updateExtension(params);
   });
   dispatcher_.onRequest("tasks/result", [this](const json& params, jsonrpc::CallContext& call) {
     requireInitialized(params);
@@ -54,7 +91,8 @@ void McpEndpoint::registerTaskMethods() {
     requireInitialized(params);
     return tasks_.list(params);
   });
-  dispatcher_.onRequest("tasks/cancel", [this](const json& params, auto&) {
+  dispatcher_.onRequest("tasks/cancel", [this, extension](const json& params, auto&) {
+    if (extension(params, "tasks/cancel")) return tasks_.cancelExtension(params);
     requireInitialized(params);
     return tasks_.cancel(params);
   });

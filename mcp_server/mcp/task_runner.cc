@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
 #include <system_error>
 #include <vector>
 
@@ -21,8 +22,9 @@ const char* kImmediateResponseKey = "io.modelcontextprotocol/model-immediate-res
 // What a result too big for the budgets keeps of stdout and of stderr.
 constexpr std::size_t kKeptStreamBytes = std::size_t{16} * 1024;
 
-TaskLimits limitsFrom(const config::ServerConfig& config) {
+TaskLimits limitsFrom(const config::ServerConfig& config, const std::string& route_tag) {
   TaskLimits limits;
+  limits.route_tag = route_tag;
   limits.max_tasks = static_cast<std::size_t>(config.tasks.max_per_client);
   limits.default_ttl = std::chrono::milliseconds(config.tasks.default_ttl_ms);
   limits.max_ttl = std::chrono::milliseconds(config.tasks.max_ttl_ms);
@@ -73,7 +75,7 @@ TaskRunner::TaskRunner(server::Caller caller, const config::ServerConfig& config
       metrics_(metrics),
       lanes_(lanes),
       threads_(threads),
-      store_(limitsFrom(config), TaskStore::Clock::now, server_result_bytes) {}
+      store_(limitsFrom(config, sessions.routeTag()), TaskStore::Clock::now, server_result_bytes) {}
 
 TaskRunner::~TaskRunner() { shutdown(); }
 
@@ -221,6 +223,78 @@ std::shared_ptr<TaskOutbox> TaskRunner::outboxOf(const std::string& id) {
 }
 
 json TaskRunner::get(const json& params) { return store_.get(taskIdOf(params, "tasks/get")); }
+
+namespace {
+
+// A task as the extension shows it. 2025 tasks fail when the tool's result is an error; the
+// extension keeps "failed" for calls that had no result at all, so such a task is completed
+// (its result says isError).
+json extensionTask(const json& task) {
+  const std::string status = task.at("status").get<std::string>();
+  json out{
+      {"taskId", task.at("taskId")},       {"status", status == "failed" ? "completed" : status},
+      {"createdAt", task.at("createdAt")}, {"lastUpdatedAt", task.at("lastUpdatedAt")},
+      {"ttlMs", task.at("ttl")},           {"pollIntervalMs", task.at("pollInterval")}};
+  if (task.contains("statusMessage") && status == "working") {
+    out["statusMessage"] = task["statusMessage"];
+  }
+  return out;
+}
+
+}  // namespace
+
+json TaskRunner::startOrInline(Start request, std::chrono::milliseconds inline_wait) {
+  const json created = start(std::move(request));
+  const std::string id = created.at("task").at("taskId").get<std::string>();
+  auto outcome = std::make_shared<std::promise<json>>();
+  auto inline_result = outcome->get_future();
+  const std::uint64_t waiter = store_.whenResult(id, [outcome](const TaskStore::Outcome& get) {
+    try {
+      outcome->set_value(get());
+    } catch (...) {
+      outcome->set_exception(std::current_exception());
+    }
+  });
+  // Ready in time, or delivered while the wait ended (the waiter is gone then): answer inline.
+  if (waiter == 0 || inline_result.wait_for(inline_wait) == std::future_status::ready ||
+      !store_.dropWaiter(waiter)) {
+    json result = inline_result.get();
+    if (auto meta = result.find("_meta"); meta != result.end()) {
+      meta->erase(kRelatedTaskMetaKey);
+      if (meta->empty()) result.erase("_meta");
+    }
+    return result;
+  }
+  json task = extensionTask(store_.get(id));
+  task["resultType"] = "task";
+  return task;
+}
+
+json TaskRunner::getExtension(const json& params) {
+  const std::string id = taskIdOf(params, "tasks/get");
+  json task = extensionTask(store_.get(id));
+  if (task["status"] == "completed") {
+    if (auto result = store_.peekResult(id)) task["result"] = std::move(*result);
+  }
+  task["resultType"] = "complete";
+  return task;
+}
+
+json TaskRunner::cancelExtension(const json& params) {
+  const std::string id = taskIdOf(params, "tasks/cancel");
+  try {
+    (void)cancel(params);
+  } catch (const jsonrpc::Error&) {
+    if (!store_.contains(id)) throw;  // unknown: -32602; finished already: acknowledged
+  }
+  return json{{"resultType", "complete"}};
+}
+
+json TaskRunner::updateExtension(const json& params) {
+  // This server never asks a task for input, so every response is an extra one: acknowledged.
+  (void)store_.get(taskIdOf(params, "tasks/update"));
+  return json{{"resultType", "complete"}};
+}
 
 json TaskRunner::result(const json& params, const std::function<void(const json&)>& notify,
                         CancelToken& stop) {

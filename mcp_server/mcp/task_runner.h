@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,16 @@ class TaskRunner {
   json start(Start request);
 
   json get(const json& params);
+
+  // The tasks extension (MCP 2026-07-28, io.modelcontextprotocol/tasks). The server decides: a
+  // call that finishes within `inline_wait` answers with its CallToolResult as usual; a longer
+  // one answers with a CreateTaskResult (resultType "task") once the task exists, and runs on.
+  json startOrInline(Start request, std::chrono::milliseconds inline_wait);
+  // tasks/get: the task, with the tool's result inlined once completed.
+  json getExtension(const json& params);
+  // tasks/cancel and tasks/update: acknowledgements; -32602 for an unknown task.
+  json cancelExtension(const json& params);
+  json updateExtension(const json& params);
   // Blocks until the task's result is in; its notifications go to `notify` meanwhile (when set).
   json result(const json& params, const std::function<void(const json&)>& notify,
               CancelToken& stop);

@@ -100,7 +100,7 @@ nlohmann::json TaskStore::create(std::optional<std::int64_t> requested_ttl_ms) {
             "no longer need with tasks/cancel, or call without params.task.");
   }
   Record record;
-  record.id = common::randomHex(16);
+  record.id = common::randomHex(16) + (limits_.route_tag.empty() ? "" : "~" + limits_.route_tag);
   record.serial = next_serial_++;
   record.created = record.updated = now_();
   record.ttl = ttl;
@@ -114,6 +114,15 @@ nlohmann::json TaskStore::get(const std::string& id) {
   std::lock_guard lock(mutex_);
   sweep();
   return toJson(find(id));
+}
+
+std::optional<nlohmann::json> TaskStore::peekResult(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  sweep();
+  Record& record = find(id);
+  if (!record.result || record.status == TaskStatus::kCancelled) return std::nullopt;
+  record.result_fetched = true;
+  return *record.result;
 }
 
 bool TaskStore::contains(const std::string& id) {

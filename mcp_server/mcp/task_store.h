@@ -64,6 +64,9 @@ struct TaskLimits {
   std::chrono::milliseconds max_ttl{60 * 60 * 1000};
   std::chrono::milliseconds poll_interval{500};
   std::size_t page_size = 50;  // tasks/list
+  // Ends every task id after a "~" (the replica's instance id), so that a front routes tasks/get
+  // by the id (Mcp-Name) to the replica holding the task. Empty: ids are 128 random bits alone.
+  std::string route_tag;
 };
 
 class TaskStore {
@@ -88,6 +91,9 @@ class TaskStore {
   // The Task object; throws jsonrpc::Error(-32602) for an unknown or expired id.
   [[nodiscard]] json get(const std::string& id);
   [[nodiscard]] bool contains(const std::string& id);
+  // The stored CallToolResult of a finished task (marked fetched), or nullopt while it runs or
+  // when it was cancelled before it ran. Throws -32602 for an unknown or expired id.
+  [[nodiscard]] std::optional<json> peekResult(const std::string& id);
 
   // tasks/list: {"tasks": [...], "nextCursor"?}, oldest first. Throws -32602 for a bad cursor.
   [[nodiscard]] json list(const std::optional<std::string>& cursor);

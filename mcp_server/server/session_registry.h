@@ -85,6 +85,8 @@ class SessionRegistry {
   [[nodiscard]] ExecutionClaim claimExecutionSlot(const Caller& caller);
   [[nodiscard]] ExecutionSlots& executionSlots() noexcept { return slots_; }
   [[nodiscard]] SessionFactory& factory() noexcept { return *factory_; }
+  // What minted ids end with after "~" (the replica's instance id); empty: nothing.
+  [[nodiscard]] const std::string& routeTag() const noexcept { return route_tag_; }
 
   // Validates a session id as a client sends it back (letters, digits, "-", "_", ".", "~";
   // 1-128 chars), before it is looked up.

@@ -23,8 +23,11 @@ ModernRefusal mismatch(const json& id, const std::string& why) {
 
 // The body value Mcp-Name must carry for `method`, or nullopt when the method has none.
 std::optional<std::string> nameInBody(const std::string& method, const json& params) {
+  const bool task_method =
+      method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel";
   const char* field = method == "tools/call"       ? "name"
                       : method == "resources/read" ? "uri"
+                      : task_method                ? "taskId"  // the tasks extension
                                                    : nullptr;
   if (field == nullptr || !params.is_object()) return std::nullopt;
   const auto value = params.find(field);

@@ -8,7 +8,7 @@
 //     session id names its replica, which is all the front routes by;
 //  1a. 2026-07-28 clients (no MCP session): requests without a handle are balanced, a call naming
 //     a sandbox session reaches the replica its id names (Mcp-Param-Session-Id), and a header
-//     that disagrees with the body is refused;
+//     that disagrees with the body is refused; tasks and sandbox files are routed by Mcp-Name;
 //  1b. attack: churning sessions (initialize + DELETE, hundreds of times) leaves the front no
 //     table to fill, and a restarted front still routes every earlier session to its replica;
 //  2. a killed replica's clients get a clean "session not found" and recover by initializing
@@ -303,6 +303,39 @@ test('2026-07-28 clients through the front: sandboxes by handle stay on the repl
     assert.equal(res.status, 400);
     assert.equal((await res.json()).error.code, -32020);
     assert.equal((await runCode(victim.client, 'y', victim.sandbox)).result, String(victim.value));
+
+    // What else a replica holds is named in Mcp-Name, and the front routes by it too: a task
+    // (tasks extension) on every sandbox's replica, polled through the front, and a sandbox's file.
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+    const viaFront = async (method, name, params, more = {}) => {
+      const res = await fetch(front.url, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28', 'mcp-method': method, 'mcp-name': name, ...more },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { _meta: meta, ...params } }),
+      });
+      assert.equal(res.status, 200, `${method} ${name}`);
+      return (await res.json()).result;
+    };
+    for (const replica of ['a', 'b']) {
+      const m = modern.find((c) => c.replica === replica);
+      const task = await viaFront('tools/call', 'run_code',
+        { name: 'run_code', arguments: { code: 'import time\ntime.sleep(2)\ny * 2', session_id: m.sandbox } },
+        { 'mcp-param-session-id': m.sandbox });
+      assert.equal(task.resultType, 'task', JSON.stringify(task));
+      assert.ok(task.taskId.endsWith(`~${replicas[replica].instanceId}`), `${task.taskId} names its replica`);
+      let polled = await viaFront('tasks/get', task.taskId, { taskId: task.taskId });
+      while (polled.status === 'working') {
+        await new Promise((r) => setTimeout(r, 250));
+        polled = await viaFront('tasks/get', task.taskId, { taskId: task.taskId });
+      }
+      assert.equal(polled.result?.structuredContent?.result, String(m.value * 2), JSON.stringify(polled));
+      await runCode(m.client, 'open("/tmp/where", "w").write("' + replica + '")', m.sandbox);
+      const uri = `sandbox://${m.sandbox}/tmp/where`;
+      const read = await viaFront('resources/read', uri, { uri });
+      assert.equal(read.contents[0].text, replica);
+    }
     for (const m of modern) {
       const end = await m.client.callTool({ name: 'cleanup_session', arguments: { session_id: m.sandbox } });
       assert.equal(end.isError, false, JSON.stringify(end));

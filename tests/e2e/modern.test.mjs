@@ -288,6 +288,24 @@ test('over Streamable HTTP a pinned client keeps sandboxes by handle, beside a 2
     const after = await run(modern, 'run_shell', { command: 'test -e /tmp/finished && echo ran || echo cancelled',
       session_id: sid });
     assert.equal(after.stdout, 'cancelled\n');
+    // The tasks extension, declared by the client: a long call answers with a task, polled by id.
+    const withTasks = { ...meta(),
+      'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+    const started = await post({ id: 'task', method: 'tools/call', params: { _meta: withTasks, name: 'run_code',
+      arguments: { code: 'import time\ntime.sleep(3)\n6 * 7', session_id: sid } } },
+    { 'Mcp-Method': 'tools/call', 'Mcp-Name': 'run_code', 'Mcp-Param-Session-Id': sid });
+    const task = (await started.json()).result;
+    assert.equal(task.resultType, 'task', JSON.stringify(task));
+    assert.equal(task.status, 'working');
+    const poll = async () => (await (await post({ id: 'get', method: 'tasks/get',
+      params: { _meta: withTasks, taskId: task.taskId } }, { 'Mcp-Method': 'tasks/get', 'Mcp-Name': task.taskId })).json()).result;
+    let polled = await poll();
+    while (polled.status === 'working') {
+      await new Promise((r) => setTimeout(r, task.pollIntervalMs));
+      polled = await poll();
+    }
+    assert.equal(polled.status, 'completed', JSON.stringify(polled));
+    assert.equal(polled.result.structuredContent.result, '42');
     // The principal's entry is no MCP session a client can name.
     const borrowed = await fetch(server.url, {
       method: 'POST',

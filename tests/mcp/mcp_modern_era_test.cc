@@ -36,6 +36,7 @@ TEST_F(McpServerTest, DiscoverOffersTheModernRevisionWithCachingHints) {
   EXPECT_EQ(result["supportedVersions"], json::array({"2026-07-28"}));
   EXPECT_TRUE(result["capabilities"].contains("tools")) << result;
   EXPECT_FALSE(result["capabilities"].contains("tasks")) << "2025 tasks are not the extension";
+  EXPECT_TRUE(result["capabilities"]["extensions"].contains("io.modelcontextprotocol/tasks"));
   EXPECT_EQ(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "sandbox-mcp");
   EXPECT_FALSE(result.contains("serverInfo")) << "2026-07-28 moved it into _meta";
   EXPECT_GE(result["ttlMs"].get<int>(), 0);
@@ -113,7 +114,7 @@ TEST_F(McpServerTest, AnotherVersionIsRefusedWithTheSupportedOnes) {
 }
 
 TEST_F(McpServerTest, MethodsRemovedIn2026AreNotFound) {
-  for (const char* method : {"initialize", "ping", "logging/setLevel", "tasks/get", "tasks/list",
+  for (const char* method : {"initialize", "ping", "logging/setLevel", "tasks/result", "tasks/list",
                              "resources/subscribe", "no/such/method"}) {
     const json reply = exchange(*endpoint, method, {{"_meta", modernMeta()}}).reply;
     EXPECT_EQ(reply["error"]["code"], -32601) << method << ": " << reply;
@@ -176,6 +177,79 @@ TEST(ProtocolEra, ARequestIsModernWhenItsMetaNamesAVersion) {
   EXPECT_EQ(mcp::era::requestLogLevel(
                 {{"_meta", modernMeta({{"io.modelcontextprotocol/logLevel", "error"}})}}),
             4);
+}
+
+// The tasks extension: the client declares it on each request; the server decides. A call that
+// ends within a moment answers as usual; a longer one answers with a task (resultType "task"),
+// polled with tasks/get and cancelled with tasks/cancel.
+json withTasks() {
+  return modernMeta({{"io.modelcontextprotocol/clientCapabilities",
+                      {{"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}}}});
+}
+
+TEST_F(McpServerTest, AQuickCallOfATasksClientAnswersInline) {
+  const json reply =
+      exchange(*endpoint, "tools/call",
+               {{"_meta", withTasks()}, {"name", "run_code"}, {"arguments", {{"code", "1"}}}})
+          .reply;
+  ASSERT_TRUE(reply.contains("result")) << reply;
+  EXPECT_EQ(reply["result"]["resultType"], "complete");
+  EXPECT_EQ(reply["result"]["structuredContent"]["stdout"], "ran: 1");
+  EXPECT_FALSE(reply["result"].contains("_meta") &&
+               reply["result"]["_meta"].contains("io.modelcontextprotocol/related-task"));
+}
+
+TEST_F(McpServerTest, ALongCallOfATasksClientBecomesATaskItCanPollAndCancel) {
+  initialize(*endpoint);  // a 2025 call makes the session; the endpoint owns it in both eras
+  const std::string sid = newSession(*endpoint);
+  const json created = exchange(*endpoint, "tools/call",
+                                {{"_meta", withTasks()},
+                                 {"name", "run_code"},
+                                 {"arguments", {{"code", "wait-for-cancel"}, {"session_id", sid}}}})
+                           .reply;
+  ASSERT_TRUE(created.contains("result")) << created;
+  const json& task = created["result"];
+  EXPECT_EQ(task["resultType"], "task");
+  EXPECT_EQ(task["status"], "working");
+  EXPECT_GE(task["ttlMs"].get<std::int64_t>(), 1);
+  EXPECT_GE(task["pollIntervalMs"].get<std::int64_t>(), 1);
+  EXPECT_TRUE(task["createdAt"].is_string());
+  const json id = task["taskId"];
+
+  const json polled =
+      exchange(*endpoint, "tasks/get", {{"_meta", withTasks()}, {"taskId", id}}).reply;
+  EXPECT_EQ(polled["result"]["resultType"], "complete") << polled;
+  EXPECT_EQ(polled["result"]["status"], "working");
+  EXPECT_EQ(exchange(*endpoint, "tasks/update",
+                     {{"_meta", withTasks()}, {"taskId", id}, {"inputResponses", json::object()}})
+                .reply["result"],
+            json({{"resultType", "complete"}}));
+  const json cancelled =
+      exchange(*endpoint, "tasks/cancel", {{"_meta", withTasks()}, {"taskId", id}}).reply;
+  EXPECT_EQ(cancelled["result"], json({{"resultType", "complete"}})) << cancelled;
+  EXPECT_EQ(exchange(*endpoint, "tasks/get", {{"_meta", withTasks()}, {"taskId", id}})
+                .reply["result"]["status"],
+            "cancelled");
+  // Cancelling a finished task is acknowledged too; an unknown one is -32602.
+  EXPECT_EQ(exchange(*endpoint, "tasks/cancel", {{"_meta", withTasks()}, {"taskId", id}})
+                .reply["result"]["resultType"],
+            "complete");
+  const json unknown =
+      exchange(*endpoint, "tasks/get", {{"_meta", withTasks()}, {"taskId", "nope"}}).reply;
+  EXPECT_EQ(unknown["error"]["code"], jsonrpc::kInvalidParams) << unknown;
+}
+
+TEST_F(McpServerTest, WithoutTheExtensionNoTaskAndNoTasksMethods) {
+  const json denied =
+      exchange(*endpoint, "tasks/get", {{"_meta", modernMeta()}, {"taskId", "x"}}).reply;
+  EXPECT_EQ(denied["error"]["code"], -32021) << denied;
+  EXPECT_TRUE(denied["error"]["data"]["requiredCapabilities"]["extensions"].contains(
+      "io.modelcontextprotocol/tasks"))
+      << denied;
+  // A 2025 client has no tasks/update.
+  initialize(*endpoint);
+  EXPECT_EQ(request(*endpoint, "tasks/update", {{"taskId", "x"}})["error"]["code"],
+            jsonrpc::kMethodNotFound);
 }
 
 }  // namespace
