@@ -47,12 +47,15 @@ class _State:
     running = False  # True while user code runs: only then does SIGINT raise KeyboardInterrupt
     cells = 0
     stdout = None  # the driver's own buffered stdout (user code may rebind sys.stdout)
+    stderr = None  # and its line-buffered stderr
     cell_running = threading.Event()  # set while a cell runs: the flusher works only then
     flush_lock = threading.Lock()  # held by the flusher while it flushes; and across a fork
 
 
 class _StderrAfterStdout(io.TextIOWrapper):
-    """stderr, unbuffered, that flushes the buffered stdout first: output keeps its order."""
+    """stderr, line-buffered, that flushes the buffered stdout first: output keeps its order, and
+    a line printed to stderr leaves in one write (print() writes its text and its newline
+    separately: unbuffered, a stdout line read meanwhile could land between them)."""
 
     def write(self, text):
         stdout = _State.stdout
@@ -65,23 +68,27 @@ class _StderrAfterStdout(io.TextIOWrapper):
 
 
 def _buffered_std_streams():
-    """Replaces the unbuffered-by-line std streams with a block-buffered stdout and an ordered,
-    unbuffered stderr, keeping their encodings and error handlers."""
+    """Replaces the std streams with a block-buffered stdout and an ordered, line-buffered
+    stderr, keeping their encodings and error handlers. A partial stderr line goes out when the
+    flusher, a child process or the cell's end flushes."""
     out = io.TextIOWrapper(
         io.BufferedWriter(io.FileIO(1, "w", closefd=False), _OUTPUT_BUFFER_BYTES),
         encoding=sys.stdout.encoding, errors=sys.stdout.errors, line_buffering=False)
     err = _StderrAfterStdout(
-        io.FileIO(2, "w", closefd=False), encoding=sys.stderr.encoding,
-        errors=sys.stderr.errors, write_through=True)
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False), _OUTPUT_BUFFER_BYTES),
+        encoding=sys.stderr.encoding, errors=sys.stderr.errors, line_buffering=True)
     sys.stdout = sys.__stdout__ = _State.stdout = out
-    sys.stderr = sys.__stderr__ = err
+    sys.stderr = sys.__stderr__ = _State.stderr = err
 
 
 def _flush_stdout():
-    try:
-        _State.stdout.flush()
-    except Exception:
-        pass
+    """Flushes the driver's stderr, then its stdout: a partial stderr line was written before
+    anything stdout holds now (a write to stderr flushes stdout first)."""
+    for stream in (_State.stderr, _State.stdout):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def _flush_while_cells_run():

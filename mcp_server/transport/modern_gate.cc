@@ -47,7 +47,10 @@ std::optional<std::string> decodeHeaderValue(std::string_view value) {
   }
   const std::string_view encoded =
       value.substr(kPrefix.size(), value.size() - kPrefix.size() - kSuffix.size());
-  if (encoded.find_first_of(" \t\r\n") != std::string_view::npos) return std::nullopt;
+  // Whole base64 only: unpadded or stray characters are refused, not guessed at.
+  if (encoded.find_first_of(" \t\r\n") != std::string_view::npos || encoded.size() % 4 != 0) {
+    return std::nullopt;
+  }
   return common::base64Decode(encoded);
 }
 

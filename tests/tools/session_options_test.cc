@@ -95,7 +95,8 @@ TEST(SessionOptions, SchemaPropertiesNameEveryOption) {
     ASSERT_TRUE(properties.contains(name)) << name;
     EXPECT_TRUE(properties[name].contains("description")) << name;
   }
-  EXPECT_EQ(properties["session_id"]["maxLength"], 64);
+  EXPECT_EQ(properties["session_id"]["maxLength"], 128);
+  EXPECT_EQ(properties["session_id"]["x-mcp-header"], "Session-Id");
 }
 
 }  // namespace

@@ -115,6 +115,7 @@ TEST(ModernGate, HeaderValuesAreTrimmedAndDecoded) {
   EXPECT_EQ(decodeHeaderValue("base64?abc?="), "base64?abc?=") << "no prefix: a literal";
   EXPECT_FALSE(decodeHeaderValue("=?base64?a b?="));
   EXPECT_FALSE(decodeHeaderValue("=?base64?@@@@?="));
+  EXPECT_FALSE(decodeHeaderValue("=?base64?SGVsbG8?=")) << "padding missing";
 }
 
 }  // namespace
