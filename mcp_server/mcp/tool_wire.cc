@@ -20,24 +20,20 @@ json toCallResult(tools::ToolResult result) {
 }
 
 void RequestUpdates::progress(std::uint64_t progress, std::string message) {
-  if (!wantsProgress()) return;
-  notify_(json{{"jsonrpc", "2.0"},
-               {"method", "notifications/progress"},
-               {"params",
-                {{"progressToken", progress_token_},
-                 {"progress", progress},
-                 {"message", std::move(message)}}}});
+  sendProgress(progress, std::nullopt, std::move(message));
 }
 
 void RequestUpdates::progressOf(std::uint64_t progress, std::uint64_t total, std::string message) {
+  sendProgress(progress, total, std::move(message));
+}
+
+void RequestUpdates::sendProgress(std::uint64_t progress, std::optional<std::uint64_t> total,
+                                  std::string message) {
   if (!wantsProgress()) return;
-  notify_(json{{"jsonrpc", "2.0"},
-               {"method", "notifications/progress"},
-               {"params",
-                {{"progressToken", progress_token_},
-                 {"progress", progress},
-                 {"total", total},
-                 {"message", std::move(message)}}}});
+  json params{
+      {"progressToken", progress_token_}, {"progress", progress}, {"message", std::move(message)}};
+  if (total) params["total"] = *total;
+  notify_(json{{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", params}});
 }
 
 void RequestUpdates::log(std::string_view logger, std::string_view text) {

@@ -49,6 +49,10 @@ class RequestUpdates final : public tools::ClientUpdates {
   void setAsk(Ask ask) { ask_ = std::move(ask); }
 
  private:
+  // notifications/progress; `total` when it is known.
+  void sendProgress(std::uint64_t progress, std::optional<std::uint64_t> total,
+                    std::string message);
+
   Ask ask_;
   const Notify notify_;
   const nlohmann::json progress_token_;
