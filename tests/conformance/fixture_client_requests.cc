@@ -13,12 +13,6 @@ using tools::Tool;
 using tools::ToolContext;
 using tools::ToolResult;
 
-ToolResult text(std::string value) {
-  ToolResult result;
-  result.text = std::move(value);
-  return result;
-}
-
 // Asks, and renders the answer with `render`; a client that cannot be asked gets a message.
 ToolResult ask(ToolContext& ctx, const std::string& method, const json& params,
                const std::function<std::string(const json&)>& render) {

@@ -57,12 +57,6 @@ std::string stateKind(const ToolInputs& inputs) {
   return inputs.state.is_object() ? inputs.state.value("kind", "") : "";
 }
 
-ToolResult text(std::string value) {
-  ToolResult result;
-  result.text = std::move(value);
-  return result;
-}
-
 Tool tool(std::string name, std::string description,
           std::function<ToolResult(const ToolInputs&)> handler) {
   Tool out;

@@ -24,12 +24,6 @@ Tool tool(std::string name, std::string description, tools::ToolHandler handler)
   return out;
 }
 
-ToolResult text(std::string value) {
-  ToolResult result;
-  result.text = std::move(value);
-  return result;
-}
-
 ToolResult content(json blocks) {
   ToolResult result;
   result.extra_content = std::move(blocks);

@@ -4,6 +4,9 @@
 // through the real MCP layer; nothing here touches a sandbox.
 #pragma once
 
+#include <string>
+#include <utility>
+
 #include "mcp/completions.h"
 #include "mcp/prompt_catalog.h"
 #include "mcp/resource_catalog.h"
@@ -18,6 +21,13 @@ inline constexpr const char* kPngBase64 =
     "==";
 inline constexpr const char* kWavBase64 =
     "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YRAAAACAgICAgICAgICAgICAgICA";
+
+// A tool result of `value` as its only text.
+inline tools::ToolResult text(std::string value) {
+  tools::ToolResult result;
+  result.text = std::move(value);
+  return result;
+}
 
 // test_simple_text, test_image_content, test_audio_content, test_embedded_resource,
 // test_multiple_content_types, test_error_handling, test_tool_with_progress,
