@@ -1,6 +1,7 @@
 // Attacks on who owns a sandbox, with a tokens file naming two principals (alice, bob) and MCP
 // 2026-07-28 clients, which hold sandboxes by handle (session_id) with no MCP session at all.
 // Must hold:
+//  - a principal cannot poll, cancel or answer another's task (tasks extension);
 //  - a principal reaching another's handle finds nothing: not by 2026-07-28 requests, not from a
 //    2025 MCP session, not through resources/read; and it cannot end it;
 //  - another principal's 2025 MCP session does not exist for it (404), nor can it DELETE it;
@@ -114,6 +115,33 @@ test("a principal cannot reach another principal's handle, by any route", async 
   const still = await alice.callTool({ name: 'run_code', arguments: { code: 'secret', session_id: handle } });
   assert.equal(still.structuredContent.result, "'Xq7pLm'");
   await alice.callTool({ name: 'cleanup_session', arguments: { session_id: handle } });
+});
+
+test("a principal cannot poll, cancel or answer another principal's task", async () => {
+  const tasks = { 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+  const started = await raw(ALICE, 'tools/call', { _meta: { ...META, ...tasks }, name: 'run_code',
+    arguments: { code: 'import time\ntime.sleep(3)\n"Xq7pLm"' } }, { 'mcp-name': 'run_code' });
+  const task = started.body.result;
+  assert.equal(task.resultType, 'task', JSON.stringify(started.body));
+  for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+    const { body } = await raw(BOB, method, { _meta: { ...META, ...tasks }, taskId: task.taskId },
+      { 'mcp-name': task.taskId });
+    assert.equal(body.error?.code, -32602, `${method}: ${JSON.stringify(body)}`);
+  }
+  let polled;
+  do {
+    await new Promise((r) => setTimeout(r, task.pollIntervalMs));
+    polled = (await raw(ALICE, 'tasks/get', { _meta: { ...META, ...tasks }, taskId: task.taskId },
+      { 'mcp-name': task.taskId })).body.result;
+  } while (polled.status === 'working');
+  assert.equal(polled.status, 'completed', "bob's cancel reached alice's task");
+  assert.equal(polled.result.structuredContent.result, "'Xq7pLm'");
+  const listed = (await raw(ALICE, 'tools/call', { _meta: META, name: 'list_sessions', arguments: {} },
+    { 'mcp-name': 'list_sessions' })).body.result.structuredContent.sessions;
+  for (const s of listed) {
+    await raw(ALICE, 'tools/call', { _meta: META, name: 'cleanup_session', arguments: { session_id: s.session_id } },
+      { 'mcp-name': 'cleanup_session', 'mcp-param-session-id': s.session_id });
+  }
 });
 
 test("another principal's 2025 MCP session does not exist for it, and it cannot end it", async () => {
