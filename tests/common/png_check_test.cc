@@ -271,7 +271,7 @@ TEST(PngCheck, AOneMebibytePngChecksQuickly) {
   const auto result = common::checkPng(png);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(result) << result.reason;
-  EXPECT_LT(took, std::chrono::milliseconds(250));
+  EXPECT_LT(took, std::chrono::seconds(3));  // linear: a quadratic check takes minutes
 }
 
 }  // namespace

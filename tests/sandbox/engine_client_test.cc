@@ -136,7 +136,7 @@ TEST(EngineClient, TimesOutWhenTheEngineDoesNotAnswer) {
     EXPECT_EQ(e.status(), 0);
     EXPECT_NE(std::string(e.what()).find("timeout"), std::string::npos) << e.what();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);  // timed out, did not hang
 }
 
 std::string muxed(char stream, const std::string& payload) {
