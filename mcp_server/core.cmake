@@ -67,9 +67,11 @@ add_library(mcp_protocol STATIC
   mcp/mcp_catalogs.cc
   mcp/mcp_server.cc
   mcp/mcp_tasks.cc
+  mcp/product_prompts.cc
   mcp/prompt_catalog.cc
   mcp/request_state.cc
   mcp/resource_catalog.cc
+  mcp/sandbox_file_watch.cc
   mcp/session_lanes.cc
   mcp/session_resources.cc
   mcp/subscriptions.cc

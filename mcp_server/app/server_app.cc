@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "config/weakenings.h"
 #include "mcp/mcp_server.h"
+#include "mcp/product_prompts.h"
 #include "sandbox/docker/docker_backend.h"
 #include "sandbox/docker/docker_sidecar.h"
 #include "sandbox/docker/runtime_probe.h"
@@ -259,8 +260,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     principals = config::loadPrincipalsFile(options.tokens_file);
     spdlog::info("{} principal(s) from the tokens file {}", principals.size(), options.tokens_file);
   }
-  auto protocol =
-      std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics, principals);
+  const mcp::PromptCatalog prompts = mcp::productPrompts();
+  mcp::ServerFeatures features;
+  features.prompts = &prompts;
+  auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics,
+                                                   principals, std::move(features));
   if (cfg.pool.size > 0) {
     spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size){}",
                  cfg.pool.size,

@@ -181,8 +181,11 @@ json McpEndpoint::listen(const json& params, jsonrpc::CallContext& call) {
                                      {{"notifications", filter.toJson()}}));
   auto parked = std::make_shared<ParkedRequest>(std::move(reply));
   // The stream's sink keeps the parked request alive until hub.stop() lets it go.
-  const std::uint64_t key =
-      hub.listen(id, filter, [notify, parked](const json& message) { notify(message); });
+  if (features_.file_watch != nullptr) {
+    for (const auto& uri : filter.resource_uris) features_.file_watch->baseline(caller_.owner, uri);
+  }
+  const std::uint64_t key = hub.listen(
+      id, filter, [notify, parked](const json& message) { notify(message); }, caller_.owner);
   // Ends when the client closes the stream (a hang-up, or notifications/cancelled on stdio) or the
   // endpoint closes (which cancels every admitted request): the graceful result ends it.
   parked->watch(cancelTokenFor(call), call.transport.abandoned,
@@ -215,10 +218,13 @@ json McpEndpoint::subscribeResource(const json& params, jsonrpc::CallContext& ca
   ListenFilter filter;
   filter.resource_uris.insert(uri);
   auto notify = call.transport.notify_outlives_request ? call.transport.notify : nullptr;
-  const std::uint64_t key =
-      features_.subscriptions->listen(call.id, std::move(filter), [notify](const json& message) {
+  if (features_.file_watch != nullptr) features_.file_watch->baseline(caller_.owner, uri);
+  const std::uint64_t key = features_.subscriptions->listen(
+      call.id, std::move(filter),
+      [notify](const json& message) {
         if (notify) notify(message);
-      });
+      },
+      caller_.owner);
   std::lock_guard lock(mutex_);
   if (const auto old = resource_subscriptions_.find(uri); old != resource_subscriptions_.end()) {
     features_.subscriptions->stop(old->second);
@@ -236,6 +242,18 @@ json McpEndpoint::unsubscribeResource(const json& params) {
     resource_subscriptions_.erase(it);
   }
   return json{{"resultType", "complete"}};
+}
+
+void McpEndpoint::listenForListChanges(const std::function<void(const json&)>& notify) {
+  ListenFilter filter;
+  filter.resources = true;
+  const std::uint64_t key = features_.subscriptions->listen(nullptr, filter, notify, caller_.owner);
+  std::lock_guard lock(mutex_);
+  // Under "" (no URI is empty): a second initialize replaces the first one's stream.
+  if (const auto old = resource_subscriptions_.find(""); old != resource_subscriptions_.end()) {
+    features_.subscriptions->stop(old->second);
+  }
+  resource_subscriptions_[""] = key;
 }
 
 void McpEndpoint::stopResourceSubscriptions() {

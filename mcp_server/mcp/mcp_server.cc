@@ -92,7 +92,23 @@ McpServer::McpServer(const config::ServerConfig& config, server::SessionRegistry
       principals_(std::move(principals)),
       features_(withIdentity(std::move(features))),
       task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
-      task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {}
+      task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {
+  if (features_.subscriptions != nullptr || !features_.session_resources) return;
+  Announceable offered;
+  offered.resources_list_changed = true;
+  offered.resource_updates = true;
+  own_subscriptions_ = std::make_unique<Subscriptions>(offered);
+  file_watch_ = std::make_unique<SandboxFileWatch>(sessions_, *own_subscriptions_);
+  features_.subscriptions = own_subscriptions_.get();
+  features_.file_watch = file_watch_.get();
+  Subscriptions* hub = own_subscriptions_.get();
+  sessions_.resourceEvents().setListener(
+      [hub](const std::string& owner) { hub->resourcesChanged(owner); });
+}
+
+McpServer::~McpServer() {
+  if (own_subscriptions_) sessions_.resourceEvents().setListener({});
+}
 
 std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner,
                                                    const jsonrpc::Principal& principal) {
@@ -134,8 +150,10 @@ McpEndpoint::McpEndpoint(server::Caller caller, const config::ServerConfig& conf
       seal_(seal != nullptr ? *seal : *own_seal_),
       resources_(sessions, config),
       tasks_(caller_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
-  dispatcher_.onRequest("initialize",
-                        [this](const json& params, auto&) { return initialize(params); });
+  tasks_.afterEachCall([this](const json& arguments) { announceFileChanges(arguments); });
+  dispatcher_.onRequest("initialize", [this](const json& params, jsonrpc::CallContext& call) {
+    return initialize(params, call.transport);
+  });
   dispatcher_.onRequest("server/discover", [this](const json&, auto&) { return discover(); });
   dispatcher_.onRequest("ping", [](const json&, auto&) { return json::object(); });
   dispatcher_.onRequest("tools/list", [this](const json& params, auto&) {
@@ -189,7 +207,7 @@ std::string McpEndpoint::protocolVersion() const {
   return protocol_version_;
 }
 
-json McpEndpoint::initialize(const json& params) {
+json McpEndpoint::initialize(const json& params, const jsonrpc::RequestContext& transport) {
   const auto requested = params.find("protocolVersion");
   if (requested == params.end() || !requested->is_string()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams,
@@ -208,6 +226,13 @@ json McpEndpoint::initialize(const json& params) {
   spdlog::info("client {} {} initialized (protocol {})", client.value("name", "?"),
                client.value("version", "?"), version);
   json capabilities = this->capabilities();
+  if (features_.file_watch != nullptr) {
+    // The sessions' announcements reach a 2025 client only where a notification may follow its
+    // request (stdio); 2025 over HTTP would need a GET stream, which this server does not keep.
+    const bool deliverable = transport.notify_outlives_request && transport.notify;
+    capabilities["resources"] = {{"subscribe", deliverable}, {"listChanged", deliverable}};
+    if (deliverable) listenForListChanges(transport.notify);
+  }
   capabilities["tasks"] = {{"list", json::object()},
                            {"cancel", json::object()},
                            {"requests", {{"tools", {{"call", json::object()}}}}}};
@@ -364,11 +389,20 @@ json McpEndpoint::runTool(const tools::Tool& tool, const json& params, const jso
   spdlog::debug("tools/call {} finished in {:.1f} ms (isError={})", tool.spec.name, ms,
                 result.is_error);
   if (!result.input_requests.empty()) return inputRequired(result, params, purpose);
+  announceFileChanges(arguments);
   result.meta[std::string(tools::kTimingMetaKey)]["server_ms"] = ms;
   if (result.is_error) {
     clientLog(transport, params, "warning", tool.spec.name + " failed: " + result.text);
   }
   return toCallResult(std::move(result));
+}
+
+void McpEndpoint::announceFileChanges(const json& arguments) {
+  if (features_.file_watch == nullptr || !arguments.is_object()) return;
+  const json session_id = arguments.value("session_id", json());
+  if (session_id.is_string() && !session_id.empty()) {
+    features_.file_watch->afterCall(caller_.owner, session_id.get<std::string>());
+  }
 }
 
 void McpEndpoint::letToolsAsk(RequestUpdates& updates, const json& params, CancelToken& cancel,

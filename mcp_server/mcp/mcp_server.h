@@ -21,6 +21,7 @@
 #include "mcp/cancellable_requests.h"
 #include "mcp/client_requests.h"
 #include "mcp/request_state.h"
+#include "mcp/sandbox_file_watch.h"
 #include "mcp/server_features.h"
 #include "mcp/session_lanes.h"
 #include "mcp/session_resources.h"
@@ -44,6 +45,9 @@ class McpServer : public jsonrpc::EndpointFactory {
   McpServer(const config::ServerConfig& config, server::SessionRegistry& sessions,
             const tools::ToolRegistry& tools, const tools::ToolMetrics* metrics = nullptr,
             std::vector<config::Principal> principals = {}, ServerFeatures features = {});
+  ~McpServer() override;  // stops the sessions' resource events reaching it
+  McpServer(const McpServer&) = delete;
+  McpServer& operator=(const McpServer&) = delete;
 
   using jsonrpc::EndpointFactory::open;
   std::shared_ptr<jsonrpc::Endpoint> open(const std::string& owner,
@@ -69,6 +73,9 @@ class McpServer : public jsonrpc::EndpointFactory {
   const tools::ToolRegistry& tools_;
   const tools::ToolMetrics* metrics_;
   const std::vector<config::Principal> principals_;
+  // Declared before features_, which points at them when the product brings its own.
+  std::unique_ptr<Subscriptions> own_subscriptions_;
+  std::unique_ptr<SandboxFileWatch> file_watch_;
   ServerFeatures features_;
   RequestStateSeal seal_;  // one key per process: input-required states of every endpoint
   Announcements announcements_;
@@ -95,7 +102,9 @@ class McpEndpoint : public jsonrpc::Endpoint {
   [[nodiscard]] std::shared_ptr<CancelToken> admit(const jsonrpc::json& message) override;
 
  private:
-  jsonrpc::json initialize(const jsonrpc::json& params);
+  jsonrpc::json initialize(const jsonrpc::json& params, const jsonrpc::RequestContext& transport);
+  // 2025 over stdio: notifications/resources/list_changed for the owner's sessions, unasked.
+  void listenForListChanges(const std::function<void(const jsonrpc::json&)>& notify);
   // server/discover (2026-07-28): versions, capabilities, instructions; serverInfo in _meta.
   [[nodiscard]] jsonrpc::json discover() const;
   // What both eras declare: exactly what this server has (2025 adds its tasks).
@@ -120,6 +129,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
   void stopResourceSubscriptions();
   // How a 2025 tools/call's tool asks its client (RequestUpdates::setAsk); unset for a modern
   // request (input-required results instead) and where nothing can carry a request.
+  // After a tool call naming a session: tells the owner's subscribers which files it changed.
+  void announceFileChanges(const jsonrpc::json& arguments);
   void letToolsAsk(RequestUpdates& updates, const jsonrpc::json& params, CancelToken& cancel,
                    const jsonrpc::RequestContext& transport);
   // A tool's input-required answer (2026-07-28), or its refusal for a 2025 request.
@@ -184,7 +195,8 @@ class McpEndpoint : public jsonrpc::Endpoint {
   mutable std::mutex mutex_;
   std::string protocol_version_;
   jsonrpc::json client_capabilities_ = jsonrpc::json::object();  // from initialize (2025)
-  std::map<std::string, std::uint64_t> resource_subscriptions_;  // 2025: URI -> Subscriptions key
+  // 2025: URI -> Subscriptions key; "" -> the unasked list-changes stream (stdio).
+  std::map<std::string, std::uint64_t> resource_subscriptions_;
   int client_log_level_ = -1;  // index into the MCP levels; -1 until logging/setLevel
   bool closed_ = false;
   CancellableRequests requests_;    // what notifications/cancelled and close() can reach

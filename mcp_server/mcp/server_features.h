@@ -12,6 +12,10 @@
 #include "mcp/subscriptions.h"
 
 namespace mcp {
+class SandboxFileWatch;
+}  // namespace mcp
+
+namespace mcp {
 
 struct ServerIdentity {
   std::string name;
@@ -25,8 +29,12 @@ struct ServerFeatures {
   const PromptCatalog* prompts = nullptr;      // prompts/list, prompts/get
   const ResourceCatalog* resources = nullptr;  // listed and read before the session files
   const Completions* completions = nullptr;    // completion/complete
-  Subscriptions* subscriptions = nullptr;      // subscriptions/listen (2026-07-28)
-  bool session_resources = true;               // sandbox://{session_id}/{path} files
+  // subscriptions/listen (2026-07-28) and resources/subscribe. Left null with session_resources,
+  // McpServer brings its own: it announces the sessions' resources (their list and the files
+  // clients subscribed to), each to its owner only.
+  Subscriptions* subscriptions = nullptr;
+  bool session_resources = true;           // sandbox://{session_id}/{path} files
+  SandboxFileWatch* file_watch = nullptr;  // set by McpServer with its own subscriptions
 };
 
 }  // namespace mcp

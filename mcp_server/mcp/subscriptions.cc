@@ -48,14 +48,15 @@ json ListenFilter::toJson() const {
 }
 
 json Subscriptions::notification(const std::string& method, const json& id, json params) {
-  params["_meta"][kSubscriptionIdKey] = id;
+  if (!id.is_null()) params["_meta"][kSubscriptionIdKey] = id;  // null: a stream nobody opened
   return json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}};
 }
 
-std::uint64_t Subscriptions::listen(json id, ListenFilter filter, Sink sink) {
+std::uint64_t Subscriptions::listen(json id, ListenFilter filter, Sink sink, std::string audience) {
   std::lock_guard lock(mutex_);
   const std::uint64_t key = next_key_++;
-  streams_.emplace(key, Stream{std::move(id), std::move(filter), std::move(sink)});
+  streams_.emplace(key,
+                   Stream{std::move(id), std::move(filter), std::move(sink), std::move(audience)});
   return key;
 }
 
@@ -69,11 +70,27 @@ std::size_t Subscriptions::size() const {
   return streams_.size();
 }
 
-void Subscriptions::publish(const std::string& method, const std::string* uri) {
+std::set<std::string> Subscriptions::subscribedUris(const std::string& audience,
+                                                    const std::string& prefix) const {
+  std::set<std::string> out;
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, stream] : streams_) {
+    if (stream.audience != audience) continue;
+    for (auto it = stream.filter.resource_uris.lower_bound(prefix);
+         it != stream.filter.resource_uris.end() && it->starts_with(prefix); ++it) {
+      out.insert(*it);
+    }
+  }
+  return out;
+}
+
+void Subscriptions::publish(const std::string& method, const std::string* uri,
+                            const std::string& audience) {
   std::vector<std::pair<Sink, json>> deliveries;
   {
     std::lock_guard lock(mutex_);
     for (const auto& [key, stream] : streams_) {
+      if (!audience.empty() && stream.audience != audience) continue;
       const ListenFilter& f = stream.filter;
       const bool wanted = uri != nullptr ? f.resource_uris.contains(*uri)
                           : method == "notifications/tools/list_changed"   ? f.tools

@@ -2,6 +2,8 @@
 // its client asked for, and the changes the server announces to them. A stream gets only what it
 // asked for and the server offers; every notification carries the stream's subscriptionId (the
 // listen request's id). The server offers what it was built with (its capabilities say so).
+// Each stream has an audience (its caller's owner): what concerns one owner's sandboxes reaches
+// only that owner's streams; what concerns everyone is published without an audience.
 // Thread-safe; sinks are called outside the lock.
 #pragma once
 
@@ -48,16 +50,26 @@ class Subscriptions {
 
   [[nodiscard]] const Announceable& offered() const noexcept { return offered_; }
 
-  // Registers a stream; `id` is its subscriptionId. Returns the key for stop().
-  [[nodiscard]] std::uint64_t listen(nlohmann::json id, ListenFilter filter, Sink sink);
+  // Registers a stream of `audience`; `id` is its subscriptionId (null: none, for a stream the
+  // server opened itself). Returns the key for stop().
+  [[nodiscard]] std::uint64_t listen(nlohmann::json id, ListenFilter filter, Sink sink,
+                                     std::string audience = {});
   void stop(std::uint64_t key);
   [[nodiscard]] std::size_t size() const;
 
-  // Announce a change to the streams that asked for it.
-  void toolsChanged() { publish("notifications/tools/list_changed", nullptr); }
-  void promptsChanged() { publish("notifications/prompts/list_changed", nullptr); }
-  void resourcesChanged() { publish("notifications/resources/list_changed", nullptr); }
-  void resourceUpdated(const std::string& uri) { publish("notifications/resources/updated", &uri); }
+  // Announce a change to the streams that asked for it: every stream's, or only `audience`'s.
+  void toolsChanged() { publish("notifications/tools/list_changed", nullptr, {}); }
+  void promptsChanged() { publish("notifications/prompts/list_changed", nullptr, {}); }
+  void resourcesChanged(const std::string& audience = {}) {
+    publish("notifications/resources/list_changed", nullptr, audience);
+  }
+  void resourceUpdated(const std::string& uri, const std::string& audience = {}) {
+    publish("notifications/resources/updated", &uri, audience);
+  }
+
+  // The resource URIs starting with `prefix` that streams of `audience` subscribed to.
+  [[nodiscard]] std::set<std::string> subscribedUris(const std::string& audience,
+                                                     const std::string& prefix) const;
 
   // A notification for the stream `id`, its subscriptionId in params._meta. Pure.
   [[nodiscard]] static nlohmann::json notification(
@@ -69,9 +81,10 @@ class Subscriptions {
     nlohmann::json id;
     ListenFilter filter;
     Sink sink;
+    std::string audience;
   };
 
-  void publish(const std::string& method, const std::string* uri);
+  void publish(const std::string& method, const std::string* uri, const std::string& audience);
 
   const Announceable offered_;
   mutable std::mutex mutex_;

@@ -179,6 +179,7 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
     result = toCallResult(tools::ToolResult::failure(std::string("Internal error in ") +
                                                      what.tool.spec.name + ": " + e.what()));
   }
+  if (after_call_) after_call_(what.arguments);
   place.leave();  // the session's next call may start
   finishTask(*task, std::move(result));
   task->done = true;

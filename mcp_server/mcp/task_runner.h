@@ -88,6 +88,12 @@ class TaskRunner {
 
   void shutdown();
 
+  // Runs after each task's tool call with its arguments, still in the session's turn (e.g. to
+  // announce the files it changed). Set before the first task starts.
+  void afterEachCall(std::function<void(const json& arguments)> hook) {
+    after_call_ = std::move(hook);
+  }
+
  private:
   struct Running {
     std::string id;
@@ -124,6 +130,7 @@ class TaskRunner {
   SessionLanes& lanes_;
   server::ExecutionSlots& threads_;
   TaskStore store_;
+  std::function<void(const json& arguments)> after_call_;
 
   std::mutex mutex_;
   bool stopped_ = false;

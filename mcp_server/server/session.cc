@@ -21,6 +21,7 @@ Session::Session(std::string id, std::string owner, SessionOptions options,
       last_used_ns_(created_.time_since_epoch().count()) {}
 
 Session::~Session() {
+  if (events_ && !recentResources().empty()) events_->listChanged(owner_);
   sandbox_.reset();  // the sandbox goes first, then the relay it was using
   gateway_.reset();
 }
@@ -46,11 +47,18 @@ void Session::endUse() noexcept {
 }
 
 void Session::rememberResource(nlohmann::json resource) {
-  std::lock_guard lock(resources_mutex_);
-  const auto& uri = resource["uri"];
-  std::erase_if(recent_resources_, [&uri](const nlohmann::json& r) { return r["uri"] == uri; });
-  recent_resources_.push_front(std::move(resource));
-  if (recent_resources_.size() > kMaxRecentResources) recent_resources_.pop_back();
+  const std::string uri = resource.value("uri", "");
+  bool known = false;
+  {
+    std::lock_guard lock(resources_mutex_);
+    known = std::erase_if(recent_resources_, [&uri](const nlohmann::json& r) {
+              return r.value("uri", "") == uri;
+            }) > 0;
+    recent_resources_.push_front(std::move(resource));
+    if (recent_resources_.size() > kMaxRecentResources) recent_resources_.pop_back();
+  }
+  // A rewritten file is announced by whoever watches files (mcp/sandbox_file_watch.h).
+  if (events_ && !known) events_->listChanged(owner_);
 }
 
 std::vector<nlohmann::json> Session::recentResources() const {

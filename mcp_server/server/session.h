@@ -16,6 +16,7 @@
 #include "policy/policy.h"
 #include "sandbox/backend.h"
 #include "server/mcp_gateway.h"
+#include "server/resource_events.h"
 
 namespace server {
 
@@ -54,6 +55,11 @@ class Session {
   // Whether the sandbox came ready from the warm pool (no container start for this session).
   [[nodiscard]] bool warmStart() const noexcept { return warm_start_; }
   void setWarmStart(bool warm) noexcept { warm_start_ = warm; }
+  // Where rememberResource() and the end of a session that remembered files are told; set once,
+  // before the session is shared.
+  void setResourceEvents(std::shared_ptr<ResourceEvents> events) noexcept {
+    events_ = std::move(events);
+  }
 
   void countExecution() noexcept { executions_.fetch_add(1); }
   void touch() noexcept { last_used_ns_.store(Clock::now().time_since_epoch().count()); }
@@ -63,7 +69,8 @@ class Session {
   [[nodiscard]] bool inUse() const noexcept { return users_.load() > 0; }
 
   // Files the session's calls produced for the client (saved output, figures), as MCP Resource
-  // objects for resources/list; the newest kMaxRecentResources are kept, newest first.
+  // objects for resources/list; the newest kMaxRecentResources are kept, newest first. A new
+  // URI changes the owner's resource list (told to the ResourceEvents).
   void rememberResource(nlohmann::json resource);
   [[nodiscard]] std::vector<nlohmann::json> recentResources() const;
   static constexpr std::size_t kMaxRecentResources = 32;
@@ -79,7 +86,8 @@ class Session {
   std::atomic<Clock::rep> last_used_ns_;
   std::atomic<std::uint64_t> executions_{0};
   std::atomic<int> users_{0};
-  bool warm_start_ = false;  // set once, before the session is shared
+  bool warm_start_ = false;                 // set once, before the session is shared
+  std::shared_ptr<ResourceEvents> events_;  // set once, before the session is shared
   mutable std::mutex resources_mutex_;
   std::deque<nlohmann::json> recent_resources_;  // newest first
 };

@@ -146,6 +146,7 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
   }
   try {
     auto session = factory_->create(caller.owner, session_id, options, cancel);
+    session->setResourceEvents(resource_events_);
     promise.set_value(session);
     if (lost_reason) {
       log()->info("session {}: started a fresh sandbox; the previous one was lost", session_id);

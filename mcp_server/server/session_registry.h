@@ -20,6 +20,7 @@
 #include "server/client_quota.h"
 #include "server/execution_slots.h"
 #include "server/lost_sessions.h"
+#include "server/resource_events.h"
 #include "server/session.h"
 #include "server/session_factory.h"
 
@@ -85,6 +86,8 @@ class SessionRegistry {
   [[nodiscard]] ExecutionClaim claimExecutionSlot(const Caller& caller);
   [[nodiscard]] ExecutionSlots& executionSlots() noexcept { return slots_; }
   [[nodiscard]] SessionFactory& factory() noexcept { return *factory_; }
+  // Where the sessions tell what changes in their owners' resources (resource_events.h).
+  [[nodiscard]] ResourceEvents& resourceEvents() noexcept { return *resource_events_; }
   // What minted ids end with after "~" (the replica's instance id); empty: nothing.
   [[nodiscard]] const std::string& routeTag() const noexcept { return route_tag_; }
 
@@ -116,6 +119,8 @@ class SessionRegistry {
   std::condition_variable wake_reaper_;
   bool stopping_ = false;
   const std::string route_tag_;
+  // Shared with every session (a session may outlive the registry's hold on it).
+  const std::shared_ptr<ResourceEvents> resource_events_ = std::make_shared<ResourceEvents>();
   std::unordered_map<std::string, Entry> sessions_;
   LostSessions lost_;   // died: the next call under the id gets a fresh sandbox, and is told
   LostSessions ended_;  // ended (cleanup_session, idle expiry): a call under the id is told why

@@ -22,16 +22,16 @@ const PRODUCT_SCENARIOS = {
     'server-sse-multiple-streams', 'resources-list', 'dns-rebinding-protection',
     'server-session-lifecycle'],
   '2026-07-28': ['tools-list', 'server-sse-multiple-streams', 'resources-list',
-    'sep-2164-resource-not-found', 'dns-rebinding-protection', 'http-header-validation'],
+    'sep-2164-resource-not-found', 'dns-rebinding-protection', 'http-header-validation',
+    'caching'],
 };
 // Checks of product scenarios that exercise fixture tools sandbox-mcp does not have.
 const PRODUCT_FIXTURE_CHECKS = new Set([
   'sep-2575-server-rejects-undeclared-capability', 'sep-2575-missing-capability-http-400',
   'sep-2575-http-server-no-independent-requests-on-stream', 'sep-2575-server-no-log-without-loglevel',
-  'sep-2549-prompts-list-caching-hints',
 ]);
 // Scenarios whose other checks must pass on sandbox-mcp (those above aside).
-const PRODUCT_PARTIAL = { '2026-07-28': ['server-stateless', 'caching'] };
+const PRODUCT_PARTIAL = { '2026-07-28': ['server-stateless'] };
 
 for (const [name, value] of [['NODE22', NODE22], ['CLI', CLI]]) {
   if (!existsSync(value)) {

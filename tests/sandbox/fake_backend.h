@@ -91,8 +91,9 @@ class FakeSandbox : public sandbox::Sandbox {
     }
     if (request.code == "big-figures") {
       result.status = sandbox::ExecStatus::kSuccess;
-      static const std::string big = pngAround(
-          {1568, 1568, 16, 6, 0}, zlibCompress(std::string(1568 * (1 + 1568 * 8), 0), 1), 1 << 20);
+      static const std::string big =
+          pngAround({1568, 1568, 16, 6, 0},
+                    zlibCompress(std::string(std::size_t{1568} * (1 + 1568 * 8), 0), 1), 1 << 20);
       for (int number = 1; number <= 8; ++number) {
         result.rich.images.push_back(imageOf(big, 1568, 1568, number));
       }
@@ -122,6 +123,7 @@ class FakeSandbox : public sandbox::Sandbox {
   std::size_t writeFile(const std::string& path, std::string_view bytes, int) override {
     std::lock_guard lock(mutex_);
     files_[path] = std::string(bytes);
+    ++writes_[path];
     return bytes.size();
   }
   std::string readFile(const std::string& path, std::size_t) override {
@@ -137,11 +139,16 @@ class FakeSandbox : public sandbox::Sandbox {
     const bool racing = path.size() > 7 && path.substr(path.size() - 7) == ".racing";
     return {whole.substr(offset, length), offset, whole.size() + (racing ? 100 : 0)};
   }
-  sandbox::FileListing listFiles(const std::string&) override {
+  // The files directly in `dir`, by name (as the agent lists); mtime counts the writes.
+  sandbox::FileListing listFiles(const std::string& dir) override {
     std::lock_guard lock(mutex_);
     sandbox::FileListing listing;
-    for (const auto& [name, data] : files_) {
-      listing.entries.push_back({name, sandbox::FileType::kFile, data.size(), 0});
+    listing.path = dir;
+    const std::string prefix = dir.ends_with('/') ? dir : dir + '/';
+    for (const auto& [path, data] : files_) {
+      if (!path.starts_with(prefix) || path.find('/', prefix.size()) != std::string::npos) continue;
+      listing.entries.push_back(
+          {path.substr(prefix.size()), sandbox::FileType::kFile, data.size(), writes_[path]});
     }
     return listing;
   }
@@ -166,6 +173,7 @@ class FakeSandbox : public sandbox::Sandbox {
   std::shared_ptr<std::atomic<int>> waiting_;
   std::mutex mutex_;
   std::map<std::string, std::string> files_;
+  std::map<std::string, std::int64_t> writes_;
 };
 
 class FakeBackend : public sandbox::Backend {
