@@ -75,8 +75,10 @@ add_library(mcp_protocol STATIC
   mcp/session_lanes.cc
   mcp/session_resources.cc
   mcp/subscriptions.cc
+  mcp/task_extension.cc
   mcp/task_runner.cc
   mcp/task_store.cc
+  mcp/task_store_input.cc
   mcp/tool_wire.cc)
 # OpenSSL: the HMAC that seals input-required request states (request_state.cc).
 find_package(OpenSSL REQUIRED)

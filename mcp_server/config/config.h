@@ -131,6 +131,9 @@ struct TasksConfig {
   std::int64_t default_ttl_ms = 10LL * 60 * 1000;
   std::int64_t max_ttl_ms = 60LL * 60 * 1000;
   std::int64_t poll_interval_ms = 500;  // suggested to clients polling tasks/get
+  // How long a 2026-07-28 tools/call with the tasks extension may run before it answers with a
+  // task instead: most calls finish within it and answer as usual.
+  std::int64_t inline_wait_ms = 1000;
   // Serialized results one client keeps (finished, until fetched and expired), and all clients
   // together. A result that does not fit keeps the first bytes of stdout and stderr; the whole
   // streams are saved in the sandbox and linked (sandbox://...), as for output past the cap.

@@ -100,6 +100,7 @@ json toJson(const ServerConfig& c) {
                        {"default_ttl_ms", c.tasks.default_ttl_ms},
                        {"max_ttl_ms", c.tasks.max_ttl_ms},
                        {"poll_interval_ms", c.tasks.poll_interval_ms},
+                       {"inline_wait_ms", c.tasks.inline_wait_ms},
                        {"max_result_bytes_per_client", c.tasks.max_result_bytes_per_client},
                        {"max_result_bytes", c.tasks.max_result_bytes}};
   document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;

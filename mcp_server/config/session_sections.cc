@@ -44,6 +44,7 @@ void readTasks(ObjectReader& parent, TasksConfig& out) {
   r.read("default_ttl_ms", out.default_ttl_ms);
   r.read("max_ttl_ms", out.max_ttl_ms);
   r.read("poll_interval_ms", out.poll_interval_ms);
+  r.read("inline_wait_ms", out.inline_wait_ms);
   r.read("max_result_bytes_per_client", out.max_result_bytes_per_client);
   r.read("max_result_bytes", out.max_result_bytes);
   r.rejectUnknown();
@@ -51,6 +52,7 @@ void readTasks(ObjectReader& parent, TasksConfig& out) {
   requireAtLeast(out.default_ttl_ms, 1000, "tasks.default_ttl_ms");
   requireAtLeast(out.max_ttl_ms, out.default_ttl_ms, "tasks.max_ttl_ms");
   requireAtLeast(out.poll_interval_ms, 10, "tasks.poll_interval_ms");
+  requireAtLeast(out.inline_wait_ms, 0, "tasks.inline_wait_ms");
   requireAtLeast(out.max_result_bytes_per_client, 64 * 1024, "tasks.max_result_bytes_per_client");
   requireAtLeast(out.max_result_bytes, out.max_result_bytes_per_client, "tasks.max_result_bytes");
 }

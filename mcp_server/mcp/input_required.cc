@@ -69,20 +69,25 @@ json missingCapabilities(const json& required, const json& declared) {
   return missing;
 }
 
-json inputRequiredResult(const json& requests, const json& state, const json& declared,
-                         const RequestStateSeal& seal, const std::string& owner,
-                         const std::string& purpose) {
+json declaredInputRequests(const json& requests, const json& declared, json* needed) {
   json kept = json::object();
-  json needed = json::object();
   for (const auto& [key, request] : requests.items()) {
     const std::string capability = capabilityFor(request);
     if (capability.empty()) continue;  // not an input request MRTR has
     if (declared.is_object() && declared.contains(capability)) {
       kept[key] = request;
-    } else {
-      needed[capability] = json::object();
+    } else if (needed != nullptr) {
+      (*needed)[capability] = json::object();
     }
   }
+  return kept;
+}
+
+json inputRequiredResult(const json& requests, const json& state, const json& declared,
+                         const RequestStateSeal& seal, const std::string& owner,
+                         const std::string& purpose) {
+  json needed = json::object();
+  json kept = declaredInputRequests(requests, declared, &needed);
   if (kept.empty()) {
     throw jsonrpc::Error(era::kMissingRequiredClientCapability,
                          "This request needs input from the client, which it did not declare "

@@ -30,6 +30,13 @@ inline constexpr std::chrono::seconds kRequestStateTtl{600};
 [[nodiscard]] nlohmann::json missingCapabilities(const nlohmann::json& required,
                                                  const nlohmann::json& declared);
 
+// The requests of `requests` (key -> {"method", "params"}) whose method the client declared a
+// capability for (elicitation/create: elicitation, sampling/createMessage: sampling, roots/list:
+// roots); `needed`, when set, gets the capabilities of the others (name -> {}).
+[[nodiscard]] nlohmann::json declaredInputRequests(const nlohmann::json& requests,
+                                                   const nlohmann::json& declared,
+                                                   nlohmann::json* needed = nullptr);
+
 // {"resultType": "input_required", "inputRequests", "requestState"} for `requests`, keeping only
 // those whose method the client declared a capability for (elicitation/create: elicitation,
 // sampling/createMessage: sampling, roots/list: roots); `state` (null: none) sealed. Throws

@@ -289,19 +289,10 @@ json McpEndpoint::callTool(const json& params, jsonrpc::CallContext& call) {
   if (call.transport.cancel && call.transport.cancel->cancelled()) {
     return cancelledBeforeItRan(lane_key);
   }
-  // Tasks: 2025's when params.task asks; in 2026-07-28 the extension's, when the client declares
-  // it, for the tools that can run as tasks (the server decides: a long call becomes a task).
-  const bool modern = era::isModern(params);
-  if (const tools::Tool* tool = tools_.find(name->get<std::string>()); tool != nullptr) {
-    if (!modern && params.contains("task")) {
-      return startTask(*tool, params, arguments, std::move(lane_key), call);
-    }
-    if (modern && era::declaresTasksExtension(params) &&
-        tool->spec.task_support == tools::TaskSupport::kOptional) {
-      return startOrInline(*tool, arguments, std::move(lane_key));
-    }
-  }  // an unknown tool gets the usual error below
   const tools::Tool* tool = tools_.find(name->get<std::string>());
+  if (tool != nullptr) {  // an unknown tool gets the usual error below
+    if (auto task = callAsTask(*tool, params, arguments, lane_key, call)) return *task;
+  }
   if (tool == nullptr) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams, "Unknown tool: " + name->get<std::string>() +
                                                       " (available: " + tools_.names() + ")");

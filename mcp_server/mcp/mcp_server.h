@@ -151,10 +151,16 @@ class McpEndpoint : public jsonrpc::Endpoint {
   jsonrpc::json startTask(const tools::Tool& tool, const jsonrpc::json& params,
                           const jsonrpc::json& arguments, std::string lane_key,
                           jsonrpc::CallContext& call);
+  // The task a tools/call of `tool` runs as, or nullopt for an ordinary call (mcp_tasks.cc):
+  // 2025's when params.task asks for one; the extension's for a 2026-07-28 request that declares
+  // it. Throws for a tool that requires a task when the request cannot take one.
+  std::optional<jsonrpc::json> callAsTask(const tools::Tool& tool, const jsonrpc::json& params,
+                                          const jsonrpc::json& arguments, std::string& lane_key,
+                                          jsonrpc::CallContext& call);
   // A tools/call of a 2026-07-28 client with the tasks extension: its result, or a task when it
-  // runs longer than a moment (mcp_tasks.cc).
-  jsonrpc::json startOrInline(const tools::Tool& tool, const jsonrpc::json& arguments,
-                              std::string lane_key);
+  // runs longer than a moment.
+  jsonrpc::json startOrInline(const tools::Tool& tool, const jsonrpc::json& params,
+                              const jsonrpc::json& arguments, std::string lane_key);
   // Throws unless a task may start now for `tool` with `arguments`.
   void checkTaskCanStart(const tools::Tool& tool, const jsonrpc::json& arguments);
   // tasks/get, tasks/result, tasks/list, tasks/cancel; tasks/update (the extension's).

@@ -4,6 +4,7 @@
 
 #include "jsonrpc/errors.h"
 #include "jsonrpc/protocol_era.h"
+#include "mcp/input_required.h"
 #include "mcp/mcp_server.h"
 #include "tools/schema_validator.h"
 
@@ -11,17 +12,31 @@ namespace mcp {
 
 using jsonrpc::json;
 
-namespace {
-
-// How long a tools/call of a client with the tasks extension may run before it answers with a
-// task instead of its result: most calls finish well within it and answer as usual.
-constexpr std::chrono::milliseconds kInlineWait{1000};
-
-}  // namespace
+std::optional<json> McpEndpoint::callAsTask(const tools::Tool& tool, const json& params,
+                                            const json& arguments, std::string& lane_key,
+                                            jsonrpc::CallContext& call) {
+  const bool required = tool.spec.task_support == tools::TaskSupport::kRequired;
+  if (!era::isModern(params)) {
+    if (params.contains("task")) return startTask(tool, params, arguments, lane_key, call);
+    if (!required) return std::nullopt;
+    // MCP 2025-11-25: a tool whose taskSupport is "required" called without params.task.
+    throw jsonrpc::Error(jsonrpc::kMethodNotFound, "Tool " + tool.spec.name +
+                                                       " runs only as a task (tools/list: "
+                                                       "execution.taskSupport is \"required\"); "
+                                                       "call it with params.task");
+  }
+  // 2026-07-28: the extension's task, for the tools that can run as one (the server decides: a
+  // long call becomes a task); the request must declare the extension (params.task is a 2025
+  // hint, ignored here).
+  if (tool.spec.task_support == tools::TaskSupport::kForbidden) return std::nullopt;
+  if (era::declaresTasksExtension(params)) return startOrInline(tool, params, arguments, lane_key);
+  if (required) throw era::tasksExtensionRequired("tools/call of " + tool.spec.name);
+  return std::nullopt;
+}
 
 json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const json& arguments,
                             std::string lane_key, jsonrpc::CallContext& call) {
-  if (tool.spec.task_support != tools::TaskSupport::kOptional) {
+  if (tool.spec.task_support == tools::TaskSupport::kForbidden) {
     throw jsonrpc::Error(jsonrpc::kMethodNotFound,
                          "Tool " + tool.spec.name +
                              " does not run as a task (tools/list: execution.taskSupport is "
@@ -34,7 +49,9 @@ json McpEndpoint::startTask(const tools::Tool& tool, const json& params, const j
                           progressToken(params),
                           std::move(lane_key),
                           clientLogsOutput(params),
-                          call.transport.notify_outlives_request ? call.transport.notify : nullptr};
+                          call.transport.notify_outlives_request ? call.transport.notify : nullptr,
+                          false,
+                          {}};
   return tasks_.start(std::move(start));
 }
 
@@ -48,13 +65,24 @@ void McpEndpoint::checkTaskCanStart(const tools::Tool& tool, const json& argumen
   if (closed_) throw jsonrpc::Error(jsonrpc::kInvalidRequest, "the connection is closing");
 }
 
-json McpEndpoint::startOrInline(const tools::Tool& tool, const json& arguments,
+json McpEndpoint::startOrInline(const tools::Tool& tool, const json& params, const json& arguments,
                                 std::string lane_key) {
   checkTaskCanStart(tool, arguments);
+  const std::string purpose = "tools/call:" + tool.spec.name;
   // The extension's tasks carry no notifications: their status is polled.
-  TaskRunner::Start start{tool,  arguments, json::object(), nullptr, std::move(lane_key),
-                          false, nullptr};
-  return tasks_.startOrInline(std::move(start), kInlineWait);
+  TaskRunner::Start start{tool,
+                          arguments,
+                          json::object(),
+                          nullptr,
+                          std::move(lane_key),
+                          false,
+                          nullptr,
+                          true,
+                          requestInputs(params, seal_, caller_.owner, purpose)};  // MRTR retry's
+  const bool optional = tool.spec.task_support == tools::TaskSupport::kOptional;
+  auto answer = tasks_.startOrInline(std::move(start), optional);
+  if (answer.asked) return inputRequired(*answer.asked, params, purpose);
+  return std::move(answer.result);
 }
 
 void McpEndpoint::registerTaskMethods() {

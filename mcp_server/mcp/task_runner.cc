@@ -8,6 +8,8 @@
 
 #include "common/json_codec.h"
 #include "jsonrpc/errors.h"
+#include "jsonrpc/protocol_era.h"
+#include "mcp/input_required.h"
 #include "mcp/parked_request.h"
 #include "mcp/tool_wire.h"
 #include "server/session_registry.h"
@@ -95,9 +97,9 @@ json TaskRunner::start(Start request) {
         static_cast<std::size_t>(config_.execution.max_output_bytes) * 2);
     running_.emplace(running->id, running);
   }
-  auto what = std::make_shared<Launch>(Launch{request.tool, std::move(request.arguments),
-                                              std::move(request.progress_token),
-                                              request.client_logs_output});
+  auto what = std::make_shared<Launch>(
+      Launch{request.tool, std::move(request.arguments), std::move(request.progress_token),
+             request.client_logs_output, request.extension, std::move(request.inputs)});
   // Taken now, while the transport still holds this session's later requests back; the task
   // waits there without a thread.
   auto place = std::make_shared<SessionLanes::Place>(lanes_.enqueue(request.lane_key));
@@ -173,20 +175,73 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
   };
   RequestUpdates updates(notify, what.progress_token, what.client_logs_output);
   tools::ToolContext ctx{caller_, task->cancel, sessions_, config_, updates, metrics_};
+  Outcome outcome;
   try {
-    result = keepable(id, tools::callTool(what.tool, what.arguments, ctx));
+    outcome = runRounds(*task, what, ctx);
   } catch (const std::exception& e) {  // callTool catches the tool's own; this is rendering
-    result = toCallResult(tools::ToolResult::failure(std::string("Internal error in ") +
-                                                     what.tool.spec.name + ": " + e.what()));
+    outcome.result = toCallResult(tools::ToolResult::failure(
+        std::string("Internal error in ") + what.tool.spec.name + ": " + e.what()));
+    outcome.error = json{{"code", jsonrpc::kInternalError}, {"message", e.what()}};
   }
   if (after_call_) after_call_(what.arguments);
   place.leave();  // the session's next call may start
-  finishTask(*task, std::move(result));
+  finishTask(*task, std::move(outcome.result), std::move(outcome.error));
   task->done = true;
 }
 
-void TaskRunner::finishTask(Running& task, json result) {
-  if (auto finished = store_.finish(task.id, std::move(result))) {
+TaskRunner::Outcome TaskRunner::runRounds(Running& task, const Launch& what,
+                                          tools::ToolContext& ctx) {
+  tools::ToolInputs inputs = what.inputs;
+  ctx.inputs = &inputs;
+  for (;;) {
+    tools::ToolResult result = tools::callTool(what.tool, what.arguments, ctx);
+    if (result.input_requests.empty()) {
+      std::optional<json> error;
+      if (result.internal_error) {
+        error = json{{"code", jsonrpc::kInternalError}, {"message", result.text}};
+      }
+      return Outcome{keepable(task.id, std::move(result)), std::move(error)};
+    }
+    if (!what.extension) {  // a 2025 task has no way to ask
+      return Outcome{toCallResult(tools::ToolResult::failure(
+                         "This call needs input from the client (MCP 2026-07-28 input-required "
+                         "results); connect with a 2026-07-28 client to use it")),
+                     std::nullopt};
+    }
+    json needed = json::object();
+    json requests =
+        declaredInputRequests(result.input_requests, inputs.client_capabilities, &needed);
+    if (requests.empty()) {
+      const std::string message =
+          what.tool.spec.name + " needs input the client did not declare the capability for";
+      return Outcome{toCallResult(tools::ToolResult::failure(message)),
+                     json{{"code", era::kMissingRequiredClientCapability},
+                          {"message", message},
+                          {"data", {{"requiredCapabilities", needed}}}}};
+    }
+    settle(task, result);  // a call still waiting inline may answer with these requests
+    auto answers = store_.awaitInput(task.id, std::move(requests), task.cancel);
+    if (!answers) {
+      return Outcome{toCallResult(tools::ToolResult::failure(
+                         "The task ended while it waited for the client's input.")),
+                     std::nullopt};
+    }
+    inputs.responses = std::move(*answers);
+    inputs.state = std::move(result.request_state);  // kept here, never sent: nothing to seal
+  }
+}
+
+void TaskRunner::settle(Running& task, std::optional<tools::ToolResult> asked) {
+  std::lock_guard lock(task.settle_mutex);
+  if (task.settled) return;
+  task.settled = true;
+  task.asked = std::move(asked);
+  task.settled_changed.notify_all();
+}
+
+void TaskRunner::finishTask(Running& task, json result, std::optional<json> error) {
+  settle(task, std::nullopt);
+  if (auto finished = store_.finish(task.id, std::move(result), std::move(error))) {
     spdlog::debug("task {} {}", task.id, (*finished)["status"].get<std::string>());
     task.outbox->send(
         json{{"jsonrpc", "2.0"}, {"method", "notifications/tasks/status"}, {"params", *finished}});
@@ -224,78 +279,6 @@ std::shared_ptr<TaskOutbox> TaskRunner::outboxOf(const std::string& id) {
 }
 
 json TaskRunner::get(const json& params) { return store_.get(taskIdOf(params, "tasks/get")); }
-
-namespace {
-
-// A task as the extension shows it. 2025 tasks fail when the tool's result is an error; the
-// extension keeps "failed" for calls that had no result at all, so such a task is completed
-// (its result says isError).
-json extensionTask(const json& task) {
-  const std::string status = task.at("status").get<std::string>();
-  json out{
-      {"taskId", task.at("taskId")},       {"status", status == "failed" ? "completed" : status},
-      {"createdAt", task.at("createdAt")}, {"lastUpdatedAt", task.at("lastUpdatedAt")},
-      {"ttlMs", task.at("ttl")},           {"pollIntervalMs", task.at("pollInterval")}};
-  if (task.contains("statusMessage") && status == "working") {
-    out["statusMessage"] = task["statusMessage"];
-  }
-  return out;
-}
-
-}  // namespace
-
-json TaskRunner::startOrInline(Start request, std::chrono::milliseconds inline_wait) {
-  const json created = start(std::move(request));
-  const std::string id = created.at("task").at("taskId").get<std::string>();
-  auto outcome = std::make_shared<std::promise<json>>();
-  auto inline_result = outcome->get_future();
-  const std::uint64_t waiter = store_.whenResult(id, [outcome](const TaskStore::Outcome& get) {
-    try {
-      outcome->set_value(get());
-    } catch (...) {
-      outcome->set_exception(std::current_exception());
-    }
-  });
-  // Ready in time, or delivered while the wait ended (the waiter is gone then): answer inline.
-  if (waiter == 0 || inline_result.wait_for(inline_wait) == std::future_status::ready ||
-      !store_.dropWaiter(waiter)) {
-    json result = inline_result.get();
-    if (auto meta = result.find("_meta"); meta != result.end()) {
-      meta->erase(kRelatedTaskMetaKey);
-      if (meta->empty()) result.erase("_meta");
-    }
-    return result;
-  }
-  json task = extensionTask(store_.get(id));
-  task["resultType"] = "task";
-  return task;
-}
-
-json TaskRunner::getExtension(const json& params) {
-  const std::string id = taskIdOf(params, "tasks/get");
-  json task = extensionTask(store_.get(id));
-  if (task["status"] == "completed") {
-    if (auto result = store_.peekResult(id)) task["result"] = std::move(*result);
-  }
-  task["resultType"] = "complete";
-  return task;
-}
-
-json TaskRunner::cancelExtension(const json& params) {
-  const std::string id = taskIdOf(params, "tasks/cancel");
-  try {
-    (void)cancel(params);
-  } catch (const jsonrpc::Error&) {
-    if (!store_.contains(id)) throw;  // unknown: -32602; finished already: acknowledged
-  }
-  return json{{"resultType", "complete"}};
-}
-
-json TaskRunner::updateExtension(const json& params) {
-  // This server never asks a task for input, so every response is an extra one: acknowledged.
-  (void)store_.get(taskIdOf(params, "tasks/update"));
-  return json{{"resultType", "complete"}};
-}
 
 json TaskRunner::result(const json& params, const std::function<void(const json&)>& notify,
                         CancelToken& stop) {

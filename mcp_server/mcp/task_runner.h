@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -58,19 +59,31 @@ class TaskRunner {
     // Set when notifications may be sent after the request is answered (stdio); else they wait
     // for a tasks/result stream (TaskOutbox).
     std::function<void(const json&)> direct_notify;
+    // A task of the tasks extension: it may ask its client for input (input_required), and
+    // `inputs` are the request's declared capabilities and MRTR answers.
+    bool extension = false;
+    tools::ToolInputs inputs;
   };
   // Returns the CreateTaskResult. Throws jsonrpc::Error when the task cannot be accepted.
   json start(Start request);
 
   json get(const json& params);
 
-  // The tasks extension (MCP 2026-07-28, io.modelcontextprotocol/tasks). The server decides: a
-  // call that finishes within `inline_wait` answers with its CallToolResult as usual; a longer
-  // one answers with a CreateTaskResult (resultType "task") once the task exists, and runs on.
-  json startOrInline(Start request, std::chrono::milliseconds inline_wait);
-  // tasks/get: the task, with the tool's result inlined once completed.
+  // The tasks extension (MCP 2026-07-28, io.modelcontextprotocol/tasks; task_extension.cc). The
+  // server decides: within tasks.inline_wait_ms a call answers as a synchronous one would, with
+  // its CallToolResult (unless `result_inline` is false: a tool that requires a task) or, when
+  // the tool asks for input first, with those requests (`asked`: an input-required result, and
+  // the task is forgotten); past it, with a CreateTaskResult (resultType "task"), and runs on.
+  struct Answer {
+    json result;  // CallToolResult or CreateTaskResult; null when `asked`
+    std::optional<tools::ToolResult> asked;
+  };
+  Answer startOrInline(Start request, bool result_inline);
+  // tasks/get: the task, with inputRequests while input_required, the tool's result once
+  // completed, the error once failed.
   json getExtension(const json& params);
-  // tasks/cancel and tasks/update: acknowledgements; -32602 for an unknown task.
+  // tasks/cancel and tasks/update (answers for an input_required task): acknowledgements;
+  // -32602 for an unknown task.
   json cancelExtension(const json& params);
   json updateExtension(const json& params);
   // Blocks until the task's result is in; its notifications go to `notify` meanwhile (when set).
@@ -102,6 +115,11 @@ class TaskRunner {
     std::thread thread;
     std::atomic<bool> launched{false};  // its turn came (or it was cancelled while queued)
     std::atomic<bool> done{false};
+    // For startOrInline(): set once the task finished or first asked for input (`asked`).
+    std::mutex settle_mutex;
+    std::condition_variable settled_changed;
+    bool settled = false;
+    std::optional<tools::ToolResult> asked;
   };
   // What a queued task needs once its turn comes.
   struct Launch {
@@ -109,14 +127,26 @@ class TaskRunner {
     json arguments;
     json progress_token;
     bool client_logs_output = false;
+    bool extension = false;
+    tools::ToolInputs inputs;
+  };
+  // What a run ends with: the CallToolResult to keep, and the JSON-RPC error of a call that
+  // failed (the extension's "failed").
+  struct Outcome {
+    json result;
+    std::optional<json> error;
   };
 
   // Its turn came: takes a task thread and starts it, or ends the task (cancelled, busy).
   void launch(const std::shared_ptr<Running>& task, const std::shared_ptr<Launch>& what,
               const std::shared_ptr<SessionLanes::Place>& place);
   void run(const std::shared_ptr<Running>& task, const Launch& what, SessionLanes::Place& place);
+  // Runs the tool, and again with the client's answers each time it asks for input (extension
+  // tasks: input_required until tasks/update brings them).
+  Outcome runRounds(Running& task, const Launch& what, tools::ToolContext& ctx);
   // Stores a task's result and tells its client the status changed.
-  void finishTask(Running& task, json result);
+  void finishTask(Running& task, json result, std::optional<json> error = std::nullopt);
+  static void settle(Running& task, std::optional<tools::ToolResult> asked);
   // The tool's result as it will be kept: within the result budgets, spilled to the sandbox first
   // when it does not fit.
   json keepable(const std::string& task_id, tools::ToolResult result);

@@ -39,6 +39,8 @@ const char* toString(TaskStatus status) noexcept {
   switch (status) {
     case TaskStatus::kWorking:
       return "working";
+    case TaskStatus::kInputRequired:
+      return "input_required";
     case TaskStatus::kCompleted:
       return "completed";
     case TaskStatus::kFailed:
@@ -125,6 +127,23 @@ std::optional<nlohmann::json> TaskStore::peekResult(const std::string& id) {
   return *record.result;
 }
 
+TaskStore::Detail TaskStore::detail(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  sweep();
+  Record& record = find(id);
+  Detail out;
+  out.task = toJson(record);
+  if (record.status == TaskStatus::kInputRequired) out.input_requests = record.pending_input;
+  if (record.error) {
+    record.result_fetched = true;
+    out.error = record.error;
+  } else if (record.result && record.status != TaskStatus::kCancelled) {
+    record.result_fetched = true;
+    out.result = record.result;
+  }
+  return out;
+}
+
 bool TaskStore::contains(const std::string& id) {
   std::lock_guard lock(mutex_);
   sweep();
@@ -154,13 +173,14 @@ nlohmann::json TaskStore::list(const std::optional<std::string>& cursor) {
   return page;
 }
 
-std::optional<nlohmann::json> TaskStore::finish(const std::string& id, json call_result) {
+std::optional<nlohmann::json> TaskStore::finish(const std::string& id, json call_result,
+                                                std::optional<json> error) {
   std::unique_lock lock(mutex_);
   const auto it = tasks_.find(id);
   if (it == tasks_.end()) return std::nullopt;
   Record& record = it->second;
-  if (record.status == TaskStatus::kWorking) {
-    if (call_result.value("isError", false)) {
+  if (!isTerminal(record.status)) {
+    if (error || call_result.value("isError", false)) {
       setStatus(record, TaskStatus::kFailed,
                 "The tool reported an error; tasks/result returns its message.");
     } else {
@@ -168,6 +188,7 @@ std::optional<nlohmann::json> TaskStore::finish(const std::string& id, json call
     }
   }
   record.result = std::move(call_result);
+  if (record.status == TaskStatus::kFailed) record.error = std::move(error);
   changed_.notify_all();
   std::vector<ResultWaiter> ready;
   for (auto w = waiters_.begin(); w != waiters_.end();) {

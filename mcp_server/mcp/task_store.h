@@ -20,11 +20,13 @@
 
 namespace mcp {
 
-enum class TaskStatus { kWorking, kCompleted, kFailed, kCancelled };
+// kInputRequired: the tool asked its client for input (the tasks extension's tasks only) and
+// waits for tasks/update to bring every answer.
+enum class TaskStatus { kWorking, kInputRequired, kCompleted, kFailed, kCancelled };
 
 [[nodiscard]] const char* toString(TaskStatus status) noexcept;
 [[nodiscard]] constexpr bool isTerminal(TaskStatus status) noexcept {
-  return status != TaskStatus::kWorking;
+  return status != TaskStatus::kWorking && status != TaskStatus::kInputRequired;
 }
 
 inline constexpr const char* kRelatedTaskMetaKey = "io.modelcontextprotocol/related-task";
@@ -99,9 +101,34 @@ class TaskStore {
   [[nodiscard]] json list(const std::optional<std::string>& cursor);
 
   // Stores the tool's CallToolResult: completed, or failed when it has isError. A cancelled task
-  // stays cancelled (its result is still kept). Returns the Task object, or nullopt when the task
-  // is gone (expired or the store was closed).
-  std::optional<json> finish(const std::string& id, json call_result);
+  // stays cancelled (its result is still kept). `error` (a JSON-RPC error object) says the call
+  // itself failed (the tool did not run to its end): the tasks extension shows it instead of the
+  // result. Returns the Task object, or nullopt when the task is gone (expired, discarded or the
+  // store was closed).
+  std::optional<json> finish(const std::string& id, json call_result,
+                             std::optional<json> error = std::nullopt);
+
+  // Everything tasks/get of the tasks extension shows, read at one instant.
+  struct Detail {
+    json task;                             // as get() returns it
+    std::optional<json> result;            // completed or failed with a result (marked fetched)
+    std::optional<json> error;             // failed without running to its end
+    json input_requests = json::object();  // input_required: the requests still unanswered
+  };
+  [[nodiscard]] Detail detail(const std::string& id);
+
+  // The tasks extension's input_required (task_store_input.cc). awaitInput() puts a working task
+  // in input_required with `requests` (key -> {"method", "params"}) and blocks until answers to
+  // all of them came through deliverInput() (returns them, key -> response; the task is working
+  // again), or until `stop` is cancelled, the task is cancelled or discarded, or the store closes
+  // (nullopt). deliverInput() takes the answers to pending requests and ignores other keys; it
+  // throws -32602 for an unknown id and does nothing for a task not waiting for input.
+  [[nodiscard]] std::optional<json> awaitInput(const std::string& id, json requests,
+                                               CancelToken& stop);
+  void deliverInput(const std::string& id, const json& responses);
+
+  // Forgets a task the client never saw (its call was answered without it); its waits end.
+  void discard(const std::string& id);
 
   // Room for a result of `bytes` (serialized) in this connection's and the server's budgets; when
   // there is, it is taken for the task `id` and released when the task is forgotten. `force`
@@ -142,8 +169,11 @@ class TaskStore {
     Clock::time_point updated;
     std::chrono::milliseconds ttl{0};
     std::optional<json> result;
+    std::optional<json> error;  // finish()'s JSON-RPC error
     bool result_fetched = false;
-    std::size_t result_bytes = 0;  // reserved by reserveResultBytes()
+    json pending_input = json::object();   // input_required: unanswered requests
+    json gathered_input = json::object();  // their answers so far
+    std::size_t result_bytes = 0;          // reserved by reserveResultBytes()
   };
 
   [[nodiscard]] json toJson(const Record& record) const;

@@ -22,9 +22,11 @@ namespace tools {
 
 using json = nlohmann::json;
 
-// Whether a tools/call may carry params.task (MCP 2025-11-25 tasks): tools/list shows it as
-// execution.taskSupport.
-enum class TaskSupport { kForbidden, kOptional };
+// Whether a tool runs as a task (MCP 2025-11-25 tasks, and the 2026-07-28 tasks extension):
+// tools/list shows it as execution.taskSupport. kRequired: its result comes only through a task,
+// so a client that cannot take one is refused (2025: -32601 without params.task; 2026-07-28:
+// -32021 without the extension).
+enum class TaskSupport { kForbidden, kOptional, kRequired };
 
 struct ToolSpec {
   std::string name;
@@ -57,6 +59,10 @@ struct ToolResult {
   // (any JSON, null: none) comes back sealed against tampering in the retry's ToolInputs::state.
   json input_requests = json::object();
   json request_state = nullptr;
+  // The tool did not run to its end (an unexpected exception; callTool() sets it): a call answers
+  // with the error result all the same, but a task of the tasks extension reports "failed" with
+  // a JSON-RPC error, as the extension keeps "completed" + isError for the tool's own failures.
+  bool internal_error = false;
 
   [[nodiscard]] static ToolResult inputRequired(json requests, json state = nullptr) {
     ToolResult result;

@@ -9,6 +9,21 @@
 #include "tools/tool_metrics.h"
 
 namespace tools {
+namespace {
+
+const char* taskSupportName(TaskSupport support) {
+  switch (support) {
+    case TaskSupport::kOptional:
+      return "optional";
+    case TaskSupport::kRequired:
+      return "required";
+    case TaskSupport::kForbidden:
+      break;
+  }
+  return "forbidden";
+}
+
+}  // namespace
 
 void ToolRegistry::add(Tool tool) {
   if (find(tool.spec.name) != nullptr) {
@@ -39,9 +54,7 @@ json ToolRegistry::list() const {
                {"inputSchema", tool.spec.input_schema}};
     if (!tool.spec.output_schema.is_null()) entry["outputSchema"] = tool.spec.output_schema;
     if (!tool.spec.annotations.empty()) entry["annotations"] = tool.spec.annotations;
-    entry["execution"] = {{"taskSupport", tool.spec.task_support == TaskSupport::kOptional
-                                              ? "optional"
-                                              : "forbidden"}};
+    entry["execution"] = {{"taskSupport", taskSupportName(tool.spec.task_support)}};
     tools.push_back(std::move(entry));
   }
   return json{{"tools", std::move(tools)}};
@@ -61,8 +74,11 @@ ToolResult callUncounted(const Tool& tool, const json& arguments, ToolContext& c
     return ToolResult::failure(e.what());
   } catch (const std::exception& e) {
     spdlog::error("tool {} failed unexpectedly: {}", name, e.what());
-    return ToolResult::failure(std::string("Internal error in ") + name + ": " + e.what() +
-                               ". The server is still running; retry or report this message.");
+    ToolResult result =
+        ToolResult::failure(std::string("Internal error in ") + name + ": " + e.what() +
+                            ". The server is still running; retry or report this message.");
+    result.internal_error = true;
+    return result;
   }
 }
 

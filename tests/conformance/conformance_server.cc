@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
   }
   config::ServerConfig config;
   config.pool.size = 0;
+  // Calls of the task fixtures that take a second or more become tasks; instant ones answer inline.
+  config.tasks.inline_wait_ms = 250;
   NoBackend backend;
   server::SessionRegistry sessions(config,
                                    std::make_unique<server::SessionFactory>(config, backend));
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
   conformance::registerStatelessTools(tools, subscriptions);
   conformance::registerInputRequiredTools(tools);
   conformance::registerClientRequestTools(tools);
+  conformance::registerTaskTools(tools);
   mcp::PromptCatalog prompts;
   conformance::registerPrompts(prompts);
   mcp::ResourceCatalog resources;

@@ -14,16 +14,6 @@ using tools::ToolContext;
 using tools::ToolInputs;
 using tools::ToolResult;
 
-json elicit(const std::string& message, const std::string& field, const std::string& type) {
-  return {{"method", "elicitation/create"},
-          {"params",
-           {{"message", message},
-            {"requestedSchema",
-             {{"type", "object"},
-              {"properties", {{field, {{"type", type}}}}},
-              {"required", json::array({field})}}}}}};
-}
-
 json sample(const std::string& prompt, int max_tokens) {
   return {{"method", "sampling/createMessage"},
           {"params",
@@ -75,7 +65,7 @@ ToolResult multiRound(const ToolInputs& in) {
   const int round = in.state.is_object() ? in.state.value("round", 0) : 0;
   if (round == 1 && responses.contains("step1")) {
     return ToolResult::inputRequired(
-        {{"step2", elicit("Step 2: What is your favorite color?", "color", "string")}},
+        {{"step2", elicitRequest("Step 2: What is your favorite color?", "color", "string")}},
         {{"round", 2}, {"name", field(responses, "step1", "name")}});
   }
   if (round == 2 && responses.contains("step2")) {
@@ -83,7 +73,7 @@ ToolResult multiRound(const ToolInputs& in) {
                 " who likes " + field(responses, "step2", "color"));
   }
   return ToolResult::inputRequired(
-      {{"step1", elicit("Step 1: What is your name?", "name", "string")}}, {{"round", 1}});
+      {{"step1", elicitRequest("Step 1: What is your name?", "name", "string")}}, {{"round", 1}});
 }
 
 }  // namespace
@@ -96,7 +86,7 @@ void registerInputRequiredTools(tools::ToolRegistry& registry) {
                         return text("Hello, " + field(in.responses, "user_name", "name") + "!");
                       }
                       return ToolResult::inputRequired(
-                          {{"user_name", elicit("What is your name?", "name", "string")}});
+                          {{"user_name", elicitRequest("What is your name?", "name", "string")}});
                     }));
   registry.add(tool("test_input_required_result_sampling",
                     "MRTR: returns InputRequiredResult with sampling request",
@@ -125,8 +115,9 @@ void registerInputRequiredTools(tools::ToolRegistry& registry) {
         if (stateKind(in) == "request-state" && ok.is_object() && ok.value("ok", false) == true) {
           return text("state-ok: requestState validated");
         }
-        return ToolResult::inputRequired({{"confirm", elicit("Please confirm", "ok", "boolean")}},
-                                         {{"kind", "request-state"}});
+        return ToolResult::inputRequired(
+            {{"confirm", elicitRequest("Please confirm", "ok", "boolean")}},
+            {{"kind", "request-state"}});
       }));
   registry.add(tool("test_input_required_result_multiple_inputs",
                     "MRTR: returns InputRequiredResult with multiple input requests",
@@ -139,7 +130,7 @@ void registerInputRequiredTools(tools::ToolRegistry& registry) {
                                     "; Roots: " + std::to_string(rootCount(r, "client_roots")));
                       }
                       return ToolResult::inputRequired(
-                          {{"user_name", elicit("What is your name?", "name", "string")},
+                          {{"user_name", elicitRequest("What is your name?", "name", "string")},
                            {"greeting", sample("Generate a greeting", 50)},
                            {"client_roots", roots()}},
                           {{"kind", "multiple-inputs"}});
@@ -152,7 +143,7 @@ void registerInputRequiredTools(tools::ToolRegistry& registry) {
                         return text("integrity-ok: state verified");
                       }
                       return ToolResult::inputRequired(
-                          {{"confirm", elicit("Please confirm", "ok", "boolean")}},
+                          {{"confirm", elicitRequest("Please confirm", "ok", "boolean")}},
                           {{"kind", "tamper-test"}});
                     }));
   registry.add(tool("test_input_required_result_capabilities",
@@ -167,7 +158,7 @@ void registerInputRequiredTools(tools::ToolRegistry& registry) {
                       }
                       // The MCP layer keeps only those the client declared a capability for.
                       return ToolResult::inputRequired(
-                          {{"elicit_input", elicit("Elicitation input", "value", "string")},
+                          {{"elicit_input", elicitRequest("Elicitation input", "value", "string")},
                            {"sample_input", sample("Sample request", 50)}},
                           {{"kind", "capabilities-test"}});
                     }));

@@ -29,6 +29,19 @@ inline tools::ToolResult text(std::string value) {
   return result;
 }
 
+// An input request (MRTR, or a task's inputRequests) asking for one form field `field` of JSON
+// Schema type `type`.
+inline tools::json elicitRequest(const std::string& message, const std::string& field,
+                                 const std::string& type) {
+  return {{"method", "elicitation/create"},
+          {"params",
+           {{"message", message},
+            {"requestedSchema",
+             {{"type", "object"},
+              {"properties", {{field, {{"type", type}}}}},
+              {"required", tools::json::array({field})}}}}}};
+}
+
 // test_simple_text, test_image_content, test_audio_content, test_embedded_resource,
 // test_multiple_content_types, test_error_handling, test_tool_with_progress,
 // test_tool_with_logging.
@@ -42,6 +55,9 @@ void registerInputRequiredTools(tools::ToolRegistry& registry);
 // 2025-11-25 tools that ask their client while they run: test_sampling, test_elicitation,
 // test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums.
 void registerClientRequestTools(tools::ToolRegistry& registry);
+// The tasks extension's (io.modelcontextprotocol/tasks): greet (never a task), slow_compute,
+// failing_job, protocol_error_job, confirm_delete, multi_input, test_tool_with_task.
+void registerTaskTools(tools::ToolRegistry& registry);
 
 void registerPrompts(mcp::PromptCatalog& prompts);
 void registerResources(mcp::ResourceCatalog& resources);
