@@ -219,12 +219,30 @@ TaskRunner::Outcome TaskRunner::runRounds(Running& task, const Launch& what,
                           {"message", message},
                           {"data", {{"requiredCapabilities", needed}}}}};
     }
+    // Each waiting task holds a task thread: one client may not hold more than its share.
+    const std::size_t waiting = awaiting_input_.fetch_add(1) + 1;
+    struct Leave {
+      std::atomic<std::size_t>& count;
+      ~Leave() { count.fetch_sub(1); }
+    } leave{awaiting_input_};
+    if (waiting > caller_.max_concurrent_executions) {
+      const std::string message =
+          "busy: this client already has " + std::to_string(waiting - 1) +
+          " tasks waiting for its input, its limit (execution.max_concurrent_per_client, or its "
+          "principal's max_concurrent_executions). Answer them with tasks/update or cancel them.";
+      return Outcome{toCallResult(tools::ToolResult::failure(message)),
+                     json{{"code", jsonrpc::kInternalError}, {"message", message}}};
+    }
     settle(task, result);  // a call still waiting inline may answer with these requests
-    auto answers = store_.awaitInput(task.id, std::move(requests), task.cancel);
+    auto answers = store_.awaitInput(task.id, std::move(requests), task.cancel, kInputPatience);
     if (!answers) {
-      return Outcome{toCallResult(tools::ToolResult::failure(
-                         "The task ended while it waited for the client's input.")),
-                     std::nullopt};
+      const std::string message =
+          "The task ended while it waited for the client's input: it was cancelled, or no "
+          "answer came within " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kInputPatience).count()) +
+          " s (tasks/update brings the answers).";
+      return Outcome{toCallResult(tools::ToolResult::failure(message)),
+                     json{{"code", jsonrpc::kInternalError}, {"message", message}}};
     }
     inputs.responses = std::move(*answers);
     inputs.state = std::move(result.request_state);  // kept here, never sent: nothing to seal

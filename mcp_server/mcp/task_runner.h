@@ -41,6 +41,10 @@ class TaskRunner {
  public:
   using json = nlohmann::json;
 
+  // How long a task waits for its client's input (tasks/update) before it fails: a person may be
+  // filling a form, but a waiting task holds a task thread.
+  static constexpr std::chrono::minutes kInputPatience{5};
+
   TaskRunner(server::Caller caller, const config::ServerConfig& config,
              server::SessionRegistry& sessions, SessionLanes& lanes,
              server::ExecutionSlots& threads, const tools::ToolMetrics* metrics = nullptr,
@@ -161,6 +165,7 @@ class TaskRunner {
   server::ExecutionSlots& threads_;
   TaskStore store_;
   std::function<void(const json& arguments)> after_call_;
+  std::atomic<std::size_t> awaiting_input_{0};  // tasks in input_required now
 
   std::mutex mutex_;
   bool stopped_ = false;

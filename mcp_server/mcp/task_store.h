@@ -120,11 +120,12 @@ class TaskStore {
   // The tasks extension's input_required (task_store_input.cc). awaitInput() puts a working task
   // in input_required with `requests` (key -> {"method", "params"}) and blocks until answers to
   // all of them came through deliverInput() (returns them, key -> response; the task is working
-  // again), or until `stop` is cancelled, the task is cancelled or discarded, or the store closes
-  // (nullopt). deliverInput() takes the answers to pending requests and ignores other keys; it
-  // throws -32602 for an unknown id and does nothing for a task not waiting for input.
+  // again), or until `stop` is cancelled, the task is cancelled or discarded, the store closes or
+  // `patience` passes (nullopt). deliverInput() takes the answers to pending requests and ignores
+  // other keys; it throws -32602 for an unknown id and does nothing for a task not waiting.
   [[nodiscard]] std::optional<json> awaitInput(const std::string& id, json requests,
-                                               CancelToken& stop);
+                                               CancelToken& stop,
+                                               std::chrono::milliseconds patience);
   void deliverInput(const std::string& id, const json& responses);
 
   // Forgets a task the client never saw (its call was answered without it); its waits end.

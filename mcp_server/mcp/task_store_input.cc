@@ -6,7 +6,9 @@
 namespace mcp {
 
 std::optional<nlohmann::json> TaskStore::awaitInput(const std::string& id, json requests,
-                                                    CancelToken& stop) {
+                                                    CancelToken& stop,
+                                                    std::chrono::milliseconds patience) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
   // The callback takes the mutex so its wake-up cannot fall between a check and the wait.
   CancelSubscription wake(stop, [this] {
     std::lock_guard lock(mutex_);
@@ -33,7 +35,15 @@ std::optional<nlohmann::json> TaskStore::awaitInput(const std::string& id, json 
       setStatus(record, TaskStatus::kWorking, {});
       return std::exchange(record.gathered_input, json::object());
     }
-    changed_.wait(lock);
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      // The client never answered: the task stops waiting (and holding its thread).
+      const auto gone = tasks_.find(id);
+      if (gone != tasks_.end() && gone->second.status == TaskStatus::kInputRequired) {
+        gone->second.pending_input = json::object();
+        setStatus(gone->second, TaskStatus::kWorking, {});
+      }
+      return std::nullopt;
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // Runs the official MCP conformance suite (@modelcontextprotocol/conformance, under the Node 22
 // that package.json installs here) with --requirements 2025-11-25 and 2026-07-28 against
-//   - conformance_server (CONFORMANCE_SERVER_BIN): every scored scenario must pass, except those
-//     expected_failures.json names with a reason;
+//   - conformance_server (CONFORMANCE_SERVER_BIN): every scored scenario and every tasks extension
+//     scenario must pass, except those expected_failures.json names with a reason;
 //   - sandbox-mcp (SANDBOX_MCP_BIN), with no warm pool: the scenarios that need no fixture
 //     (PRODUCT_SCENARIOS) must pass.
 // Prints the totals per binary and requirement set, and exits non-zero when a scenario that must
@@ -156,7 +156,10 @@ try {
       await runSuite(fixtures.url, requirements, outDir);
       const results = readResults(outDir);
       const allowed = expected[requirements] ?? {};
-      const mustPass = scoredScenarios(requirements).filter((name) => !(name in allowed));
+      // The scored scenarios, and the tasks extension's (not scored by the suite yet).
+      const tasks = Object.keys(results).filter((name) => name.startsWith('tasks-'));
+      const mustPass = [...scoredScenarios(requirements), ...tasks]
+        .filter((name) => !(name in allowed));
       judge('conformance_server', requirements, results, mustPass);
       for (const name of Object.keys(allowed)) {
         if (results[name] && results[name].failed.length === 0) {

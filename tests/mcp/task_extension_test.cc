@@ -199,6 +199,22 @@ TEST_F(TaskExtensionTest, ATaskStaysInputRequiredUntilEveryRequestIsAnswered) {
   EXPECT_EQ(text.find("unknown"), std::string::npos) << "keys never asked are ignored";
 }
 
+// Each task waiting for input holds a task thread: a client gets no more than its share.
+TEST_F(TaskExtensionTest, AClientHasAtMostItsShareOfTasksWaitingForInput) {
+  cfg.execution.max_concurrent_per_client = 1;
+  endpoint = server->open("owner-b");
+  const json first = callTool("asks_later")["result"]["taskId"];
+  ASSERT_EQ(waitPast(first, "working")["status"], "input_required");
+  const json second = callTool("asks_later")["result"]["taskId"];
+  const json refused = waitPast(second, "working");
+  EXPECT_EQ(refused["status"], "failed") << refused;
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("waiting for its input"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(get(first)["status"], "input_required") << "the first one still waits";
+  EXPECT_EQ(send("tasks/cancel", {{"taskId", first}})["result"]["resultType"], "complete");
+}
+
 TEST_F(TaskExtensionTest, CancellingATaskThatWaitsForInputEndsItCancelled) {
   const json id = callTool("asks_later")["result"]["taskId"];
   ASSERT_EQ(waitPast(id, "working")["status"], "input_required");

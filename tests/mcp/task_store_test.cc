@@ -108,6 +108,17 @@ TEST_F(TaskStoreTest, WaitResultBlocksUntilFinishedAndTagsTheRelatedTask) {
   EXPECT_EQ(result["_meta"][mcp::kRelatedTaskMetaKey]["taskId"], id);
 }
 
+// A client that never answers must not hold the task (and its thread) for ever.
+TEST_F(TaskStoreTest, AnInputWaitEndsWhenThePatienceRunsOutAndTheTaskWorksAgain) {
+  const std::string id = store.create(std::nullopt)["taskId"];
+  CancelToken stop;
+  const json asked = {{"name", {{"method", "elicitation/create"}, {"params", json::object()}}}};
+  EXPECT_FALSE(store.awaitInput(id, asked, stop, 50ms));
+  EXPECT_EQ(store.get(id)["status"], "working");
+  store.deliverInput(id, {{"name", {{"action", "accept"}}}});  // too late: ignored
+  EXPECT_EQ(store.get(id)["status"], "working");
+}
+
 TEST_F(TaskStoreTest, WaitResultEndsWhenItsRequestIsCancelledOrTheStoreCloses) {
   const std::string id = store.create(std::nullopt)["taskId"];
   CancelToken stop;
