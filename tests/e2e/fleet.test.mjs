@@ -88,7 +88,7 @@ async function startRunning(client, code, sessionId) {
 }
 
 async function startReplica(name, docker) {
-  const instanceId = `fleet-${name}-${process.pid}`;
+  const instanceId = `fleet.${name}.${process.pid}`;  // a "." is literal in the front's routes
   const port = replicas[name]?.port ?? await freePort();
   const config = {
     instance_id: instanceId,
