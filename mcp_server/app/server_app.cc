@@ -110,21 +110,22 @@ sandbox::docker::DockerBackendOptions backendOptions(const config::ServerConfig&
   return options;
 }
 
-// Start-up refuses to serve when a check that every call depends on fails, and says how to fix it.
-bool checkReadiness(sandbox::Backend& backend, const config::ServerConfig& cfg) {
-  bool ready = true;
+// Start-up refuses to serve when a check that every call depends on fails: the failed checks, each
+// with how to fix it ("" when ready).
+std::string failedChecks(sandbox::Backend& backend, const config::ServerConfig& cfg) {
+  std::string failed;
   for (const auto& check : backend.healthChecks()) {
     const bool required = isRequiredCheck(check.name, cfg);
     if (check.ok) {
       spdlog::debug("check {}: {}", check.name, check.detail);
     } else if (required) {
       spdlog::error("check {} failed: {}", check.name, check.detail);
-      ready = false;
+      failed += (failed.empty() ? "check " : "; check ") + check.name + " failed: " + check.detail;
     } else {
       spdlog::warn("check {} failed: {}", check.name, check.detail);
     }
   }
-  return ready;
+  return failed;
 }
 
 // What sessions with an mcp_allowlist need; not required to serve (other sessions work without).
@@ -181,6 +182,33 @@ std::vector<sandbox::HealthCheck> sandboxChecks(const config::ServerConfig& cfg,
   return checks;
 }
 
+// The start-up work that needs the engine, in order: the checks every call depends on (when one
+// fails, why the server cannot serve is the result), the sidecar's, removing the containers an
+// earlier server with this instance id left, the runtime sandboxes use; then the warm pool fills.
+// Returns "" when the server can serve.
+std::string prepareEngine(const config::ServerConfig& cfg, sandbox::docker::DockerBackend& backend,
+                          server::SessionRegistry& sessions) {
+  if (const auto failed = failedChecks(backend, cfg); !failed.empty()) {
+    spdlog::error(
+        "not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
+        "full check-list)");
+    return "sandbox-mcp cannot serve: " + failed +
+           ". Run scripts/setup.sh (or `sandbox-mcp doctor` for the full check-list)";
+  }
+  for (const auto& check : sidecarChecks(cfg, backend)) {
+    if (!check.ok)
+      spdlog::warn("check {} failed: {} (sessions with mcp_allowlist will fail)", check.name,
+                   check.detail);
+  }
+  if (const int removed = backend.removeOrphans(); removed > 0) {
+    spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
+  }
+  spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
+               cfg.sandbox.image);
+  sessions.factory().warmUp();
+  return {};
+}
+
 // Startup says out loud what the operator weakened.
 void logWeakenings(const config::ServerConfig& cfg) {
   for (const auto& line : config::weakenings(cfg)) spdlog::warn("{}", line);
@@ -207,17 +235,6 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   raiseOpenFiles();
   logWeakenings(cfg);
   sandbox::docker::DockerBackend backend(backendOptions(cfg));
-  if (!checkReadiness(backend, cfg)) {
-    spdlog::error(
-        "not ready to serve; run `scripts/setup.sh` (or `sandbox-mcp doctor` for the "
-        "full check-list)");
-    return 1;
-  }
-  for (const auto& check : sidecarChecks(cfg, backend)) {
-    if (!check.ok)
-      spdlog::warn("check {} failed: {} (sessions with mcp_allowlist will fail)", check.name,
-                   check.detail);
-  }
   spdlog::info("instance id {}{}", backend.instanceId(),
                cfg.instance_id.empty() ? " (random; set instance_id for a fleet)" : "");
   // The run-time directory first: it takes the instance id's lock, so a second live server with
@@ -227,9 +244,6 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   sandbox::RuntimeDir::removeStale(runtime_root, backend.instanceId(),
                                    sandbox::docker::ProcessIdentity::current());
   sandbox::RuntimeDir runtime_dir(runtime_root, backend.instanceId(), backend.containerLabels());
-  if (const int removed = backend.removeOrphans(); removed > 0) {
-    spdlog::info("removed {} sandbox container(s) left by an earlier server", removed);
-  }
   if (cfg.sandbox.agent_channel == "socket") backend.useChannelSockets(runtime_dir.path() + "/c");
   const auto sidecars = makeSidecarLauncher(cfg, backend);
   const auto server_endpoints = std::make_shared<server::ServerEndpoints>();
@@ -243,9 +257,10 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   metrics::Registry metrics_registry;  // first in, last out: the callbacks below refer to it
   const server::SessionMetrics session_metrics(&metrics_registry);
   services.metrics = &session_metrics;
-  // Over stdio the process may be a client's server/discover probe, stopped at once (warm_up.h).
+  // The pool fills once start-up checked the engine (prepareEngine); over stdio that waits for the
+  // client, since the process may be a client's server/discover probe, stopped at once (warm_up.h).
   const bool stdio = options.mode == Mode::kStdio;
-  services.pool_start_delay = stdio ? kStdioPoolStartDelay : std::chrono::milliseconds{0};
+  services.pool_start_delay = server::kUntilFillNow;
   const tools::ToolMetrics tool_metrics(&metrics_registry);
 
   tools::ToolRegistry registry;
@@ -253,8 +268,6 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   // Minted session ids end with the instance id, as Mcp-Session-Ids do: a front routes by it.
   server::SessionRegistry sessions(
       cfg, std::make_unique<server::SessionFactory>(cfg, backend, services), backend.instanceId());
-  spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
-               cfg.sandbox.image);
   std::vector<config::Principal> principals;
   if (!options.tokens_file.empty()) {
     principals = config::loadPrincipalsFile(options.tokens_file);
@@ -266,11 +279,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   auto protocol = std::make_shared<mcp::McpServer>(cfg, sessions, registry, &tool_metrics,
                                                    principals, std::move(features));
   if (cfg.pool.size > 0) {
-    spdlog::info("warm pool: keeping {} sandbox(es) of the default profile ready (pool.size){}",
-                 cfg.pool.size,
-                 stdio ? fmt::format(", from the first client request or {} ms on",
-                                     kStdioPoolStartDelay.count())
-                       : "");
+    spdlog::info(
+        "warm pool: keeping {} sandbox(es) of the default profile ready (pool.size){}",
+        cfg.pool.size,
+        stdio ? fmt::format(", from the first client request or {} ms on", kStdioStartDelay.count())
+              : "");
   }
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
@@ -292,16 +305,25 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
                   requestWorkers(cfg),
                   http_transport,
                   principals,
-                  [&sessions] { sessions.factory().warmUp(); }};
-  if (options.mode == Mode::kStdio) {
+                  nullptr};
+  const auto prepare = [&] { return prepareEngine(cfg, backend, sessions); };
+  int status = 0;  // 1: start-up found the server cannot serve (it logged why)
+  if (stdio) {
+    // server/discover is answered before the engine work, which the first other request begins;
+    // if that fails, the client gets why as the error of its requests.
+    StartUp start_up(prepare, kStdioStartDelay);
+    serving.start_up = &start_up;
     serveStdio(serving);
+    status = start_up.failed() ? 1 : 0;
+  } else if (!prepare().empty()) {
+    status = 1;
   } else {
     serveHttp(options, serving);
   }
   signals.finish();
   sessions.shutdown();
   spdlog::info("stopped; all sandboxes removed");
-  return 0;
+  return status;
 }
 
 }  // namespace

@@ -82,14 +82,17 @@ void serveStdio(Serving& serving) {
   transport::StdioTransportOptions options;
   options.max_message_bytes = static_cast<std::size_t>(serving.config.stdio.max_message_bytes);
   options.max_worker_threads = serving.max_workers;
-  // The pool waits for a request other than server/discover (or kStdioPoolStartDelay).
-  auto endpoints = std::make_shared<WarmUpOnClient>(serving.protocol, serving.client_arrived);
+  // server/discover is answered at once; other messages wait for the start-up work, which they
+  // begin (or kStdioStartDelay does). If it fails, they get its reason and the server stops.
+  auto endpoints = std::make_shared<GatedEndpoints>(serving.protocol, *serving.start_up);
   transport::StdioTransport stdio(STDIN_FILENO, STDOUT_FILENO, endpoints, options);
+  serving.start_up->onFailure([&stdio] { stdio.stop(); });
   // One client, no new sessions to refuse: the drain only lets running executions finish.
   serving.signals.onSignals([&] { serving.drain.run([] {}, [&] { stdio.stop(); }); },
                             [&] { serving.drain.hurry(); });
   spdlog::info("serving MCP over stdio");
   stdio.run();
+  serving.start_up->stop();  // work not begun never begins; work under way ends first
   // The input ended (or a drain stopped the transport): a drain still under way must end before
   // the transport and what the drain uses go.
   serving.drain.hurry();

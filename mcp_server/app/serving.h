@@ -12,6 +12,7 @@
 #include "app/drain.h"
 #include "app/fleet_endpoints.h"
 #include "app/signal_watcher.h"
+#include "app/warm_up.h"
 #include "config/config.h"
 #include "config/principals.h"
 #include "mcp/mcp_server.h"
@@ -34,8 +35,9 @@ struct Serving {
   // The HTTP transport while it exists (the MCP-sessions gauge reads it), else null.
   std::atomic<const transport::HttpTransport*>& http_transport;
   const std::vector<config::Principal>& principals;  // the tokens file's; empty: none
-  // A client request arrived (app/warm_up.h): the warm pool starts filling if it still waits.
-  std::function<void()> client_arrived;
+  // The start-up work a stdio server does at its client's first request (app/warm_up.h); null
+  // over HTTP, which does it before serving.
+  StartUp* start_up;
 };
 
 // Both return once the transport stopped (signal, drain, end of input).

@@ -149,7 +149,11 @@ void WarmPool::fillLoop() {
 }
 
 void WarmPool::waitForClient(std::unique_lock<std::mutex>& lock) {
-  if (wake_.wait_for(lock, options_.start_delay, [this] { return stopping_ || client_seen_; })) {
+  const auto told = [this] { return stopping_ || client_seen_; };
+  if (options_.start_delay == kUntilFillNow) {
+    wake_.wait(lock, told);
+    if (!stopping_) log()->debug("told to fill: filling the pool now");
+  } else if (wake_.wait_for(lock, options_.start_delay, told)) {
     if (!stopping_) log()->debug("a client is here: filling the pool now");
   } else {
     log()->debug("no client request within {} ms of the start: filling the pool now",

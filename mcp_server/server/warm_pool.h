@@ -28,11 +28,15 @@ namespace server {
 [[nodiscard]] bool sameProfile(const sandbox::SandboxSpec& ready,
                                const sandbox::SandboxSpec& wanted);
 
+// A start_delay with no time limit: the first fill waits for fillNow() or take() (its owner decides
+// when, e.g. once start-up checked the engine: app/warm_up.h).
+inline constexpr std::chrono::milliseconds kUntilFillNow = std::chrono::milliseconds::max();
+
 struct WarmPoolOptions {
   std::size_t size = 2;
   // How long the first fill waits for a client to show up (fillNow(), take()) before it starts
-  // anyway; 0: at once. A stop() during the wait ends the pool with nothing created (a stdio
-  // client's short-lived server/discover probe process, app/warm_up.h).
+  // anyway; 0: at once; kUntilFillNow: no limit. A stop() during the wait ends the pool with
+  // nothing created (a stdio client's short-lived server/discover probe process).
   std::chrono::milliseconds start_delay{0};
   std::chrono::milliseconds retry_delay{1000};       // after a failed creation; doubles each time
   std::chrono::milliseconds max_retry_delay{30000};  // the cap of that back-off

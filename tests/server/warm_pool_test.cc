@@ -160,7 +160,7 @@ TEST(WarmPool, StopDestroysEveryReadySandbox) {
 TEST(WarmPool, WaitsForAClientBeforeTheFirstFill) {
   testing_support::FakeBackend backend;
   auto options = fastOptions(2);
-  options.start_delay = 1h;  // only fillNow() (or take()) ends the wait here
+  options.start_delay = server::kUntilFillNow;  // only fillNow() (or take()) ends the wait
   server::WarmPool pool(backend, defaultSpec, options);
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(backend.created, 0) << "no client yet: nothing is created";
@@ -190,7 +190,7 @@ TEST(WarmPool, FillsWhenNoClientCameWithinTheDelay) {
 TEST(WarmPool, StopWhileWaitingForAClientCreatesNothing) {
   testing_support::FakeBackend backend;
   auto options = fastOptions(2);
-  options.start_delay = 1h;
+  options.start_delay = server::kUntilFillNow;
   server::WarmPool pool(backend, defaultSpec, options);
   pool.stop();  // a discover probe stopped at once: no sandbox to remove
   EXPECT_EQ(backend.created, 0);
