@@ -20,15 +20,15 @@ namespace mcp {
 
 class SandboxFileWatch {
  public:
-  // Files remembered at most; beyond it new subscriptions are announced only by the server's own
-  // writes (rememberResource), never by looking.
-  static constexpr std::size_t kMaxWatched = 4096;
+  // Files one owner's subscriptions have looked at, at most (each is a directory listing after
+  // every call into its session); beyond it further subscribed files are not looked at.
+  static constexpr std::size_t kMaxWatchedPerOwner = 256;
 
   SandboxFileWatch(server::SessionRegistry& sessions, Subscriptions& hub)
       : sessions_(sessions), hub_(hub) {}
 
   // Remembers how `uri` (a sandbox:// URI) of `owner` looks now, so that a later change is seen.
-  // Other URIs, and sessions the owner does not hold, are ignored.
+  // Other URIs, and files of sessions the owner does not hold, are ignored (nothing is kept).
   void baseline(const std::string& owner, const std::string& uri);
   // After a call into the owner's session `session_id`: announces each subscribed file of it whose
   // size or modification time changed (or that appeared or went).
@@ -39,6 +39,8 @@ class SandboxFileWatch {
   using Look = std::optional<std::pair<std::uint64_t, std::int64_t>>;
   // How the file looks, or nullopt when it could not be looked at (session busy or gone).
   std::optional<Look> look(const std::string& owner, const std::string& uri);
+  // mutex_ held: how many files of `owner` are remembered.
+  [[nodiscard]] std::size_t watchedBy(const std::string& owner) const;
 
   server::SessionRegistry& sessions_;
   Subscriptions& hub_;

@@ -114,6 +114,7 @@ TEST_F(ProductAnnouncements, ResourceChangesReachTheirOwnerOnly) {
                   {"resourceSubscriptions", {figure_uri, data_uri}}}));  // sorted
 
   // A file the client subscribed to appears, then changes; an unrelated call changes nothing.
+  // (bob's stream names the same file: only its owner's calls look at it, and tell only alice.)
   const json upload = {{"session_id", s}, {"path", "/workspace/data.txt"}, {"content", "1"}};
   EXPECT_FALSE(call(*endpoint, "upload_file", upload)["isError"]);
   EXPECT_FALSE(call(*endpoint, "run_code", {{"session_id", s}, {"code", "x = 1"}})["isError"]);
