@@ -12,17 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string taskIdOf(const json& params, const char* method) {
-  const auto id = params.find("taskId");
-  if (id == params.end() || !id->is_string()) {
-    throw jsonrpc::Error(jsonrpc::kInvalidParams,
-                         std::string(method) +
-                             " needs params.taskId (a string from the task "
-                             "that tools/call returned)");
-  }
-  return id->get<std::string>();
-}
-
 // A task as the extension shows it. 2025 tasks fail when the tool's result is an error; the
 // extension keeps "failed" for calls that did not run to their end (`has_error`), so a task
 // whose tool reported an error is completed (its result says isError).
@@ -59,7 +48,7 @@ TaskRunner::Answer TaskRunner::startOrInline(Start request, bool result_inline) 
     if (const auto it = running_.find(id); it != running_.end()) task = it->second;
   }
   std::optional<tools::ToolResult> asked;
-  bool settled = false;
+  bool settled = task == nullptr;  // gone from running_: it ran to its end already
   if (task) {
     std::unique_lock lock(task->settle_mutex);
     settled = task->settled_changed.wait_for(

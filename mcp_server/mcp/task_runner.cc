@@ -35,17 +35,6 @@ TaskLimits limitsFrom(const config::ServerConfig& config, const std::string& rou
   return limits;
 }
 
-std::string taskIdOf(const json& params, const char* method) {
-  const auto id = params.find("taskId");
-  if (id == params.end() || !id->is_string()) {
-    throw jsonrpc::Error(jsonrpc::kInvalidParams,
-                         std::string(method) +
-                             " needs params.taskId (a string from the task "
-                             "that tools/call returned)");
-  }
-  return id->get<std::string>();
-}
-
 std::optional<std::int64_t> requestedTtl(const json& task_params) {
   if (!task_params.is_object()) {
     throw jsonrpc::Error(jsonrpc::kInvalidParams,
@@ -66,6 +55,17 @@ json cancelledBeforeStart() {
 }
 
 }  // namespace
+
+std::string TaskRunner::taskIdOf(const json& params, const char* method) {
+  const auto id = params.find("taskId");
+  if (id == params.end() || !id->is_string()) {
+    throw jsonrpc::Error(jsonrpc::kInvalidParams,
+                         std::string(method) +
+                             " needs params.taskId (a string from the task "
+                             "that tools/call returned)");
+  }
+  return id->get<std::string>();
+}
 
 TaskRunner::TaskRunner(server::Caller caller, const config::ServerConfig& config,
                        server::SessionRegistry& sessions, SessionLanes& lanes,
@@ -258,8 +258,9 @@ void TaskRunner::settle(Running& task, std::optional<tools::ToolResult> asked) {
 }
 
 void TaskRunner::finishTask(Running& task, json result, std::optional<json> error) {
-  settle(task, std::nullopt);
-  if (auto finished = store_.finish(task.id, std::move(result), std::move(error))) {
+  auto finished = store_.finish(task.id, std::move(result), std::move(error));
+  settle(task, std::nullopt);  // after the store has the result: a call waiting inline reads it
+  if (finished) {
     spdlog::debug("task {} {}", task.id, (*finished)["status"].get<std::string>());
     task.outbox->send(
         json{{"jsonrpc", "2.0"}, {"method", "notifications/tasks/status"}, {"params", *finished}});

@@ -155,6 +155,8 @@ class TaskRunner {
   // when it does not fit.
   json keepable(const std::string& task_id, tools::ToolResult result);
   [[nodiscard]] std::shared_ptr<TaskOutbox> outboxOf(const std::string& id);
+  // params.taskId of a tasks/* request, or -32602 naming `method`.
+  [[nodiscard]] static std::string taskIdOf(const json& params, const char* method);
   void reap();  // mutex_ held: joins finished threads, forgets tasks the store forgot
 
   const server::Caller caller_;

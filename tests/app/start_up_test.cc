@@ -86,6 +86,8 @@ TEST(StartUp, AFailedStartAnswersRequestsWithItsReasonAndTellsTheServer) {
   EXPECT_NE(reply["error"]["message"].get<std::string>().find("start dockerd"), std::string::npos)
       << reply;
   EXPECT_TRUE(start_up.failed());
+  // The server is told on the start-up thread, just after the waiting requests are released.
+  for (int i = 0; i < 500 && !told.load(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(told.load());
   EXPECT_TRUE(factory->seen.empty()) << "nothing reached the protocol";
   // A notification gets no answer, as JSON-RPC says.

@@ -188,12 +188,13 @@ json withTasks() {
 }
 
 TEST_F(McpServerTest, AQuickCallOfATasksClientAnswersInline) {
+  cfg.tasks.inline_wait_ms = 60'000;  // quick even on a loaded machine
   const json reply =
       exchange(*endpoint, "tools/call",
                {{"_meta", withTasks()}, {"name", "run_code"}, {"arguments", {{"code", "1"}}}})
           .reply;
   ASSERT_TRUE(reply.contains("result")) << reply;
-  EXPECT_EQ(reply["result"]["resultType"], "complete");
+  ASSERT_EQ(reply["result"]["resultType"], "complete") << reply;
   EXPECT_EQ(reply["result"]["structuredContent"]["stdout"], "ran: 1");
   EXPECT_FALSE(reply["result"].contains("_meta") &&
                reply["result"]["_meta"].contains("io.modelcontextprotocol/related-task"));
