@@ -134,6 +134,29 @@ TEST_F(ProductAnnouncements, ResourceChangesReachTheirOwnerOnly) {
   EXPECT_TRUE(bob.received().empty()) << "bob named alice's file, and learnt nothing of it";
 }
 
+// Each watched file costs a directory listing after every call into its session: one owner's
+// subscriptions are looked at up to mcp::SandboxFileWatch::kMaxWatchedPerOwner files, no further.
+TEST_F(ProductAnnouncements, AnOwnerWatchesAtMostItsShareOfFiles) {
+  initialize(*endpoint);
+  const std::string s = newSession(*endpoint);
+  const std::size_t cap = mcp::SandboxFileWatch::kMaxWatchedPerOwner;
+  const auto uri = [&s](std::size_t i) {
+    return "sandbox://" + s + "/workspace/f" + std::to_string(1000 + i);  // sorted as numbered
+  };
+  json uris = json::array();
+  for (std::size_t i = 0; i <= cap; ++i) uris.push_back(uri(i));
+  ListenStream stream(*endpoint, 9, {{"resourceSubscriptions", uris}});
+  const auto write = [&](std::size_t i) {
+    const std::string path = "/workspace/f" + std::to_string(1000 + i);
+    EXPECT_FALSE(call(*endpoint, "upload_file",
+                      {{"session_id", s}, {"path", path}, {"content", "x"}})["isError"]);
+  };
+  write(cap);  // the one past the cap: not looked at
+  write(0);
+  EXPECT_EQ(stream.received(),
+            (std::vector<std::string>{"notifications/resources/updated " + uri(0)}));
+}
+
 // 2025-11-25 has no listen streams: over stdio (notifications may follow a request) list changes
 // go to the client unasked and resources/subscribe works; over HTTP (no GET stream here) the
 // capabilities say neither is offered.
