@@ -82,8 +82,12 @@ install_gvisor() {
 #    (root:self) keeps a container's writes inside the sandbox, so `docker commit` of a RUN step
 #    would capture nothing; without the overlay the writes reach the container's layer (through
 #    gVisor's gofer) and can be committed. No --host-uds: builds reach no host socket.
-# Reload: dockerd re-reads "runtimes" on SIGHUP, but "bridge" only at start-up, so a changed
-# bridge setting restarts dockerd while a runtime-only change just sends SIGHUP.
+#  - "experimental": true: `POST /containers/{id}/start?checkpoint=` (a container started from a
+#    gVisor checkpoint) is experimental in this engine; paused, forked and persisted sessions
+#    restore through it (mcp_server/sandbox/CHECKPOINT_RESTORE_NOTES.md). It enables nothing a
+#    sandbox can reach.
+# Reload: dockerd re-reads "runtimes" on SIGHUP, but "bridge" and "experimental" only at start-up,
+# so a change to either restarts dockerd while a runtime-only change just sends SIGHUP.
 # KVM works: /dev/kvm exists and the CPU offers hardware virtualisation. Some VMs have the device
 # without the CPU flags (no nested virtualisation); there runsc --platform=kvm spins at boot
 # forever instead of failing, so such a runtime must not be offered.
@@ -114,6 +118,7 @@ configure_docker() {
       --argjson platforms "${platforms}" '
       def sandbox_args($p): ["--network=none", "--host-uds=open", "--platform=" + $p];
       .bridge = "none"
+      | .experimental = true
       | .runtimes.runsc = ((.runtimes.runsc // {})
                            + {path: $path, runtimeArgs: sandbox_args($platform)})
       | reduce $platforms[] as $p (.;
@@ -130,6 +135,7 @@ configure_docker() {
   fi
   local bridge_changed=0
   [[ "$(jq -r '.bridge // ""' <<<"${old}")" == "none" ]] || bridge_changed=1
+  [[ "$(jq -r '.experimental // false' <<<"${old}")" == "true" ]] || bridge_changed=1
 
   mkdir -p "$(dirname "${SANDBOX_DAEMON_JSON}")"
   [[ -e "${SANDBOX_DAEMON_JSON}" ]] && cp -p "${SANDBOX_DAEMON_JSON}" "${SANDBOX_DAEMON_JSON}.bak"
@@ -139,7 +145,7 @@ configure_docker() {
 
   docker info >/dev/null 2>&1 || return 0 # not running: start_dockerd picks the file up
   if ((bridge_changed)); then
-    log_info "dockerd is running and 'bridge' changed: restarting it (bridge is read only at start)"
+    log_info "dockerd is running and 'bridge' or 'experimental' changed: restarting it (both are read only at start)"
     restart_dockerd
   else
     log_info "dockerd is running: reloading runtimes with SIGHUP"
