@@ -151,6 +151,8 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
       executor_.submit(parseExecRequest(id, request));
     } else if (op == protocol::kOpChannel) {
       switchToChannel(id, request);
+    } else if (op == protocol::kOpSuspend) {
+      suspendChannel(id);
     } else if (op == protocol::kOpCancel) {
       send({{"id", id}, {"ok", true}, {"cancelled", executor_.cancel(targetField(request))}});
     } else if (op == protocol::kOpWriteFile || op == protocol::kOpReadFile ||
@@ -166,8 +168,8 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
       send(reply, with_data ? &read_data : nullptr);
     } else {
       replyError(id, "unknown op \"" + op +
-                         "\"; expected hello, exec, cancel, write_file, read_file, list_files or "
-                         "channel");
+                         "\"; expected hello, exec, cancel, write_file, read_file, list_files, "
+                         "channel or suspend");
     }
   } catch (const RequestError& e) {
     replyError(id, e.what());
@@ -208,6 +210,20 @@ void Agent::switchToChannel(std::int64_t id, const nlohmann::json& request) {
   awaiting_data_.reset();
   const int fd = channel_.get();
   loop_.watchFd(fd, POLLIN, [this, fd](short /*revents*/) { onReadable(fd); });
+}
+
+void Agent::suspendChannel(std::int64_t id) {
+  if (!channel_) throw RequestError("suspend: the frames already use stdio");
+  if (!executor_.idle()) {
+    throw RequestError("suspend: an execution is running; wait for its reply or cancel it first");
+  }
+  send({{"id", id}, {"ok", true}});  // the last frame on the socket
+  loop_.unwatchFd(channel_.get());
+  channel_.reset();  // gVisor cannot checkpoint a sandbox connected to a host socket
+  input_fd_ = kInputFd;
+  output_fd_ = kOutputFd;
+  decoder_ = frame::Decoder();
+  awaiting_data_.reset();
 }
 
 void Agent::replyError(std::int64_t id, const std::string& error) {

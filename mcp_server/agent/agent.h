@@ -44,6 +44,8 @@ class Agent {
   void replyHello(std::int64_t id);
   // Op "channel": connects to the socket and makes it the request and reply stream.
   void switchToChannel(std::int64_t id, const nlohmann::json& request);
+  // Op "suspend": answers on the socket, closes it and reads requests from stdin again.
+  void suspendChannel(std::int64_t id);
   void replyError(std::int64_t id, const std::string& error);
   // Sends `message`, followed by `data` as its data frame when given.
   void send(const nlohmann::json& message, const std::string* data = nullptr);

@@ -68,6 +68,8 @@ class Executor {
 
   // Forgets process groups that have no members left (call after reaping).
   void pruneGroups();
+  // No execution runs or waits.
+  [[nodiscard]] bool idle() const noexcept { return !run_ && queue_.empty(); }
   // SIGKILLs every process group this executor started. For shutdown.
   void killEverything() noexcept;
 

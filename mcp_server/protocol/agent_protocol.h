@@ -46,6 +46,9 @@ inline constexpr std::string_view kOpReadFile = "read_file";
 inline constexpr std::string_view kOpListFiles = "list_files";
 // Moves the frames to a host Unix socket (agent/channel_socket.h); sent once, on stdin.
 inline constexpr std::string_view kOpChannel = "channel";
+// Moves the frames back from the socket to stdio and closes the socket, so that the sandbox holds
+// no connection to the host and can be checkpointed; sent on the socket, when no exec runs.
+inline constexpr std::string_view kOpSuspend = "suspend";
 
 // ---- exec --------------------------------------------------------------------------------------
 

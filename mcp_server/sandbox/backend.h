@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -109,6 +110,14 @@ class Sandbox {
   virtual FileRange readFileRange(const std::string& path, std::uint64_t offset,
                                   std::size_t length) = 0;
   virtual FileListing listFiles(const std::string& path) = 0;
+
+  // Saves the sandbox's whole state (its processes and their memory, the files in its tmpfs
+  // mounts) into `dir`, an empty directory on the server's host, and goes on running. Throws
+  // SandboxError, and runs on unchanged, when it cannot be saved now (an execution is running,
+  // code holds a connection to a host socket) or ever (the backend has no checkpoints).
+  virtual void checkpoint(const std::filesystem::path& /*dir*/) {
+    throw SandboxError("this sandbox cannot be checkpointed (its backend has no checkpoints)");
+  }
 };
 
 struct HealthCheck {
@@ -143,6 +152,26 @@ class Backend {
   // Removes environments left by an earlier server instance; returns how many.
   virtual int removeOrphans() = 0;
   [[nodiscard]] virtual std::vector<HealthCheck> healthChecks() = 0;
+
+  // Why sandboxes of `runtime` cannot be checkpointed and restored here (a sentence an operator
+  // can act on); nullopt when they can.
+  [[nodiscard]] virtual std::optional<std::string> checkpointUnsupported(
+      const std::string& /*runtime*/) {
+    return "this backend has no checkpoints";
+  }
+  // The image format of checkpoints, e.g. "runsc version 0.0~20240729.0": a checkpoint restores
+  // only where this is the same.
+  [[nodiscard]] virtual std::string checkpointFormat(const std::string& /*runtime*/) { return {}; }
+  // Writes a checkpoint's files into the directory it is given (the restore reads them there).
+  using PlaceCheckpoint = std::function<void(const std::filesystem::path& dir)>;
+  // A sandbox of `spec` that carries on from a checkpoint (Sandbox::checkpoint) of a sandbox
+  // created with the same mounts: its processes, memory and tmpfs files. `place` puts the
+  // checkpoint's files where the backend reads them. Throws SandboxError when it cannot; nothing
+  // is left behind then.
+  virtual std::unique_ptr<Sandbox> restore(const SandboxSpec& /*spec*/,
+                                           const PlaceCheckpoint& /*place*/) {
+    throw SandboxError("this backend cannot restore checkpoints");
+  }
 };
 
 }  // namespace sandbox

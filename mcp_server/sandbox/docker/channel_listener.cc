@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,11 @@ using Clock = std::chrono::steady_clock;
 
 // The token frame is tiny; anything bigger is not our agent.
 constexpr std::size_t kMaxTokenFrameBytes = 256;
+// Connections accepted while waiting for the agent's: the agent's plus those sandbox code may
+// open first (after a restore, code runs before the agent reconnects).
+constexpr int kMaxAttempts = 8;
+constexpr int kBacklog = 4;
+constexpr std::chrono::seconds kTokenWait{1};
 
 std::string systemError(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -85,12 +91,8 @@ bool sameToken(const std::string& a, const std::string& b) noexcept {
 }  // namespace
 
 ChannelListener::ChannelListener(const std::string& root, const std::string& name)
-    : dir_(root + "/" + name),
-      socket_path_(dir_ + "/" + kSocketName),
-      token_(common::randomHex(16)) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (socket_path_.size() >= sizeof address.sun_path) {
+    : dir_(root + "/" + name), socket_path_(dir_ + "/" + kSocketName) {
+  if (socket_path_.size() >= sizeof(sockaddr_un::sun_path)) {
     throw SandboxError("the agent channel socket path " + socket_path_ +
                        " is too long for a Unix "
                        "socket; set mcp.runtime_dir to a shorter directory");
@@ -105,15 +107,32 @@ ChannelListener::ChannelListener(const std::string& root, const std::string& nam
   // code user, so the socket must be connectable by anyone who can reach it, and only the
   // sandbox can (the runtime directory above is 0700).
   ::chmod(dir_.c_str(), 0755);
+  try {
+    listen();
+  } catch (const SandboxError&) {
+    fs::remove_all(dir_, ec);
+    throw;
+  }
+}
+
+void ChannelListener::listen() {
+  token_ = common::randomHex(16);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
   std::memcpy(address.sun_path, socket_path_.c_str(), socket_path_.size() + 1);
   listener_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener_ ||
       ::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-      ::chmod(socket_path_.c_str(), 0666) != 0 || ::listen(listener_.get(), 1) != 0) {
+      ::chmod(socket_path_.c_str(), 0666) != 0 || ::listen(listener_.get(), kBacklog) != 0) {
     const std::string why = systemError("listening on " + socket_path_);
-    fs::remove_all(dir_, ec);
+    stopListening();
     throw SandboxError("cannot open the agent channel: " + why);
   }
+}
+
+void ChannelListener::rearm() {
+  stopListening();
+  listen();
 }
 
 ChannelListener::~ChannelListener() {
@@ -131,24 +150,30 @@ void ChannelListener::stopListening() noexcept {
 
 common::UniqueFd ChannelListener::accept(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  if (!listener_ || !waitReadable(listener_.get(), deadline)) {
-    stopListening();
-    throw SandboxError("the agent did not connect to its channel socket within " +
-                       std::to_string(timeout.count()) + " ms");
+  // After a restore or a snapshot, sandbox code runs while the agent connects and may connect
+  // first: such connections are dropped (they cannot know the token) and the wait goes on, a
+  // bounded number of times.
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    if (!listener_ || !waitReadable(listener_.get(), deadline)) break;
+    common::UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!connection) continue;
+    // A peer that connects and says nothing holds the wait for a second at most.
+    const auto frame =
+        readTokenFrame(connection.get(), std::min(deadline, Clock::now() + kTokenWait));
+    const auto message = frame ? nlohmann::json::parse(*frame, nullptr, /*allow_exceptions=*/false)
+                               : nlohmann::json();
+    const auto token = message.is_object() ? message.find("channel_token") : message.end();
+    if (!message.is_object() || token == message.end() || !token->is_string() ||
+        !sameToken(token->get_ref<const std::string&>(), token_)) {
+      logger().warn("{}: dropped a connection to the agent channel socket without its token", dir_);
+      continue;
+    }
+    stopListening();  // one connection, ever: nothing in the sandbox can connect after it
+    return connection;
   }
-  common::UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  stopListening();  // one connection, ever: nothing in the sandbox can connect after it
-  if (!connection) throw SandboxError(systemError("accepting the agent channel"));
-
-  const auto frame = readTokenFrame(connection.get(), deadline);
-  if (!frame) throw SandboxError("the agent channel did not start with a token frame");
-  const auto message = nlohmann::json::parse(*frame, nullptr, /*allow_exceptions=*/false);
-  const auto token = message.is_object() ? message.find("channel_token") : message.end();
-  if (!message.is_object() || token == message.end() || !token->is_string() ||
-      !sameToken(token->get_ref<const std::string&>(), token_)) {
-    throw SandboxError("the connection to the agent channel socket presented a wrong token");
-  }
-  return connection;
+  stopListening();
+  throw SandboxError("the agent did not connect to its channel socket with its token within " +
+                     std::to_string(timeout.count()) + " ms");
 }
 
 }  // namespace sandbox::docker

@@ -6,7 +6,8 @@
 // It accepts one connection, and only one that presents this listener's random token as its
 // first frame (the token reaches the agent over its stdin, which sandbox code cannot read); the
 // socket file is removed as soon as that connection is accepted, so nothing else in the sandbox
-// can connect afterwards. The directory goes away with this object. Not thread-safe.
+// can connect afterwards. rearm() listens again, with a new token, for the agent's next channel
+// (after a checkpoint). The directory goes away with this object. Not thread-safe.
 #pragma once
 
 #include <chrono>
@@ -34,11 +35,14 @@ class ChannelListener {
   }
   [[nodiscard]] const std::string& token() const noexcept { return token_; }
 
-  // Waits up to `timeout` for the agent's connection and its token frame, then stops listening
-  // and removes the socket file. Throws SandboxError when none comes or the token is wrong.
+  // Waits up to `timeout` for the connection that presents the token (others are dropped), then
+  // stops listening and removes the socket file. Throws SandboxError when none comes.
   [[nodiscard]] common::UniqueFd accept(std::chrono::milliseconds timeout);
+  // Listens again at the same path with a new token. Throws SandboxError naming what failed.
+  void rearm();
 
  private:
+  void listen();
   void stopListening() noexcept;
 
   std::string dir_;

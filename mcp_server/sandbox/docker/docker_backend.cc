@@ -15,28 +15,10 @@
 #include "sandbox/docker/container_fate.h"
 #include "sandbox/docker/docker_sandbox.h"
 #include "sandbox/docker/image_builder.h"
+#include "sandbox/docker/runsc_control.h"
 #include "sandbox/log.h"
 
 namespace sandbox::docker {
-namespace {
-
-// A write to the agent that cannot finish this long means it stopped reading its stdin.
-constexpr std::chrono::milliseconds kAgentSendTimeout{30000};
-
-std::int64_t nowUnix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-// Image references go into the URL path unencoded (as the Docker CLI sends them).
-void requireImageReference(const std::string& image) {
-  const bool plausible = !image.empty() && std::all_of(image.begin(), image.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
-           std::string_view("._-:/@").find(c) != std::string_view::npos;
-  });
-  if (!plausible) throw SandboxError("'" + image + "' is not a valid image reference");
-}
 
 // Removes a half-made container unless dismissed: create() leaks nothing when it fails.
 class ContainerRemover {
@@ -54,6 +36,23 @@ class ContainerRemover {
   std::string id_;
   bool armed_ = true;
 };
+
+namespace {
+
+std::int64_t nowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Image references go into the URL path unencoded (as the Docker CLI sends them).
+void requireImageReference(const std::string& image) {
+  const bool plausible = !image.empty() && std::all_of(image.begin(), image.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("._-:/@").find(c) != std::string_view::npos;
+  });
+  if (!plausible) throw SandboxError("'" + image + "' is not a valid image reference");
+}
 
 std::string tail(const std::string& text, std::size_t max_bytes) {
   return text.size() <= max_bytes ? text : "..." + text.substr(text.size() - max_bytes);
@@ -122,94 +121,214 @@ AgentMounts DockerBackend::agentMounts(const SandboxSpec& spec, const ChannelLis
 
 DockerBackend::~DockerBackend() = default;
 
-std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
+DockerBackend::NewContainer DockerBackend::createContainer(const SandboxSpec& spec) {
   if (const auto agent = checkAgentBinary(); !agent.ok) {
     throw SandboxError("cannot create a sandbox: " + agent.detail);
   }
-  ContainerRecord record;
-  record.name = "sandbox-mcp-" + common::randomHex(6);
-  std::unique_ptr<ChannelListener> listener;
+  NewContainer made;
+  made.record.name = "sandbox-mcp-" + common::randomHex(6);
   if (!channel_root_.empty()) {
-    listener = std::make_unique<ChannelListener>(channel_root_, record.name);
+    made.listener = std::make_unique<ChannelListener>(channel_root_, made.record.name);
   }
-  const auto body = containerCreateBody(spec, agentMounts(spec, listener.get()), ownership_labels_);
-  record.image = spec.image;
-  record.runtime = spec.runtime;
-  record.memory_mib = spec.limits.memory_mib;
-  record.created_unix = nowUnix();
-  record.id = engine_->request(Method::kPost, "/containers/create?name=" + record.name, body)
-                  .json()
-                  .at("Id")
-                  .get<std::string>();
-  ContainerRemover remover(*engine_, record.id);
-
+  const auto body =
+      containerCreateBody(spec, agentMounts(spec, made.listener.get()), ownership_labels_);
+  made.record.image = spec.image;
+  made.record.runtime = spec.runtime;
+  made.record.memory_mib = spec.limits.memory_mib;
+  made.record.created_unix = nowUnix();
+  made.record.id =
+      engine_->request(Method::kPost, "/containers/create?name=" + made.record.name, body)
+          .json()
+          .at("Id")
+          .get<std::string>();
+  made.remover = std::make_unique<ContainerRemover>(*engine_, made.record.id);
   // Attach before start so not a byte of the agent's output is missed.
-  auto attach = AttachStream::open(*engine_, record.id, kAgentSendTimeout);
-  const AttachStream& attach_view = *attach;  // owned by the channel, which outlives its use here
-  auto channel = AgentChannel::start(std::move(attach), record.name);
+  auto attach = AttachStream::open(*engine_, made.record.id, kAgentSendTimeout);
+  made.attach = attach.get();  // owned by the channel, which outlives its use here
+  made.channel = AgentChannel::start(std::move(attach), made.record.name);
+  return made;
+}
+
+std::string DockerBackend::describeFailedStart(const NewContainer& made, const SandboxSpec& spec,
+                                               const std::string& what) {
+  std::string message = what;
+  const auto fate = waitForContainerFate(*engine_, made.record.id, made.record.created_unix - 1,
+                                         DockerSandbox::kFateWait);
+  if (fate && fate->oom_killed) {
+    message += ": the container ran out of memory (" + std::to_string(made.record.memory_mib) +
+               " MiB) before the agent answered";
+  } else if (fate) {
+    message += ": the container exited with code " + std::to_string(fate->exit_code) +
+               " before the agent answered";
+  }
+  const std::string agent_stderr = made.attach->stderrTail();
+  if (!agent_stderr.empty()) message += ". Agent stderr: " + tail(agent_stderr, 1000);
+  return message + ". Check that " + options_.agent_path +
+         " is the static sandbox-agent binary and that image " + spec.image + " runs under " +
+         spec.runtime;
+}
+
+std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
+  auto made = createContainer(spec);
+  auto& record = made.record;
   engine_->request(Method::kPost, "/containers/" + record.id + "/start");
 
   nlohmann::json hello;
   try {
-    hello = channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
+    hello = made.channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
   } catch (const ChannelClosedError& e) {
     if (agent_volume_) agent_volume_->forget();  // check the volume again next time
-    std::string message = "the sandbox agent did not start: ";
-    const auto fate = waitForContainerFate(*engine_, record.id, record.created_unix - 1,
-                                           DockerSandbox::kFateWait);
-    if (!fate) {
-      message += e.what();
-    } else if (fate->oom_killed) {
-      message += "the container ran out of memory (" + std::to_string(record.memory_mib) +
-                 " MiB) before the agent answered";
-    } else {
-      message += "the container exited with code " + std::to_string(fate->exit_code) +
-                 " before the agent answered";
-    }
-    const std::string agent_stderr = attach_view.stderrTail();
-    if (!agent_stderr.empty()) message += ". Agent stderr: " + tail(agent_stderr, 1000);
-    throw SandboxError(message + ". Check that " + options_.agent_path +
-                       " is the static sandbox-agent binary and that image " + spec.image +
-                       " runs under " + spec.runtime);
+    throw SandboxError(describeFailedStart(
+        made, spec, std::string("the sandbox agent did not start (") + e.what() + ")"));
   }
   if (!hello.value("ok", false)) {
     throw SandboxError("the sandbox agent refused hello: " + hello.value("error", std::string()));
   }
-  AgentLink link = linkAgent(std::move(channel), std::move(listener), record.name);
-  remover.dismiss();
+  AgentLink link = linkAgent(std::move(made.channel), std::move(made.listener), record.name);
+  made.remover->dismiss();
   logger().info("sandbox {} ({}) started under {} from {}{}", record.name, record.id.substr(0, 12),
                 record.runtime, record.image, link.socket_dir ? "" : " (frames over attach)");
   return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(link),
-                                         std::move(hello));
+                                         std::move(hello), checkpointSupport(spec.runtime));
+}
+
+std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
+                                                const PlaceCheckpoint& place) {
+  if (const auto why = checkpointUnsupported(spec.runtime)) {
+    throw SandboxError("cannot restore the sandbox: " + *why);
+  }
+  auto made = createContainer(spec);
+  auto& record = made.record;
+  // The engine reads a checkpoint only from the container's own directory (a custom directory is
+  // refused: moby daemon/start.go), so the files go there; they go with the container.
+  constexpr const char* kCheckpointName = "restore";
+  const auto dir = std::filesystem::path(engineFacts().root_dir) / "containers" / record.id /
+                   "checkpoints" / kCheckpointName;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw SandboxError("cannot create " + dir.string() + ": " + ec.message());
+  place(dir);
+  try {
+    engine_->request(Method::kPost,
+                     "/containers/" + record.id + "/start?checkpoint=" + kCheckpointName);
+  } catch (const EngineError& e) {
+    throw SandboxError(std::string("the engine could not start the sandbox from its checkpoint: ") +
+                       e.what());
+  }
+  AgentLink link;
+  nlohmann::json hello;
+  try {
+    // The restored agent reads its requests from its (new) stdin, where it left them.
+    link = linkAgent(std::move(made.channel), std::move(made.listener), record.name);
+    hello = link.channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
+  } catch (const std::exception& e) {
+    throw SandboxError(describeFailedStart(
+        made, spec, std::string("the restored sandbox did not answer (") + e.what() + ")"));
+  }
+  if (!hello.value("ok", false)) {
+    throw SandboxError("the restored agent refused hello: " + hello.value("error", std::string()));
+  }
+  made.remover->dismiss();
+  logger().info("sandbox {} ({}) restored under {} from a checkpoint", record.name,
+                record.id.substr(0, 12), record.runtime);
+  return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(link),
+                                         std::move(hello), checkpointSupport(spec.runtime));
+}
+
+const DockerBackend::EngineFacts& DockerBackend::engineFacts() {
+  std::lock_guard lock(engine_facts_mutex_);
+  if (!engine_facts_) {
+    const auto info = engine_->request(Method::kGet, "/info").json();
+    EngineFacts facts;
+    facts.root_dir = info.value("DockerRootDir", std::string());
+    facts.experimental = info.value("ExperimentalBuild", false);
+    if (const auto runtimes = info.find("Runtimes");
+        runtimes != info.end() && runtimes->is_object()) {
+      for (const auto& [name, entry] : runtimes->items()) {
+        if (auto command = runscCommandFromInfo(info, name)) {
+          facts.runsc[name] = std::make_shared<const RunscCommand>(std::move(*command));
+        }
+      }
+    }
+    engine_facts_ = std::move(facts);
+  }
+  return *engine_facts_;
+}
+
+std::optional<std::string> DockerBackend::checkpointUnsupported(const std::string& runtime) {
+  if (engine_->remote()) {
+    return "the Docker engine is on another machine (docker.host " +
+           engine_->options().endpoint.uri() +
+           "): checkpoints need gVisor's runsc and the engine's directories on the server's host";
+  }
+  const EngineFacts* facts = nullptr;
+  try {
+    facts = &engineFacts();
+  } catch (const std::exception& e) {
+    return std::string("the engine's facts are unavailable: ") + e.what();
+  }
+  if (!facts->runsc.contains(runtime)) {
+    return "sandboxes run under '" + runtime +
+           "', which is not gVisor (runsc): only runsc can "
+           "checkpoint a sandbox";
+  }
+  if (!facts->experimental) {
+    return "dockerd runs without \"experimental\": true in /etc/docker/daemon.json, which starting "
+           "a container from a checkpoint needs (scripts/setup.sh writes it and restarts dockerd)";
+  }
+  std::error_code ec;
+  if (facts->root_dir.empty() ||
+      !std::filesystem::is_directory(std::filesystem::path(facts->root_dir) / "containers", ec) ||
+      ::access((facts->root_dir + "/containers").c_str(), W_OK) != 0) {
+    return "the server cannot write the engine's directory " + facts->root_dir +
+           "/containers (run it as the engine's user, root)";
+  }
+  if (!std::filesystem::is_directory(facts->runsc.at(runtime)->root, ec)) {
+    return "runsc's state directory " + facts->runsc.at(runtime)->root +
+           " is missing (is dockerd's exec root /var/run/docker?)";
+  }
+  return std::nullopt;
+}
+
+std::string DockerBackend::checkpointFormat(const std::string& runtime) {
+  if (checkpointUnsupported(runtime)) return {};
+  std::lock_guard lock(engine_facts_mutex_);
+  const auto& command = engine_facts_->runsc.at(runtime);
+  auto& version = engine_facts_->versions[command->path];
+  if (version.empty()) version = runscVersion(*command);
+  return version;
+}
+
+CheckpointSupport DockerBackend::checkpointSupport(const std::string& runtime) {
+  CheckpointSupport support;
+  support.link_timeout = options_.hello_timeout;
+  if (engine_->remote()) return support;
+  try {
+    const auto& facts = engineFacts();
+    if (const auto it = facts.runsc.find(runtime); it != facts.runsc.end()) {
+      support.runsc = it->second;
+    }
+  } catch (const std::exception&) {
+    // No engine facts: no checkpoints for this sandbox.
+  }
+  return support;
 }
 
 AgentLink DockerBackend::linkAgent(std::shared_ptr<AgentChannel> attached,
                                    std::unique_ptr<ChannelListener> listener,
                                    const std::string& name) {
   if (!listener) return {attached, attached, nullptr};
-  nlohmann::json reply;
-  try {
-    reply = attached->call({{"op", protocol::kOpChannel},
-                            {"path", ChannelListener::containerSocketPath()},
-                            {"token", listener->token()}},
-                           options_.hello_timeout);
-  } catch (const ChannelClosedError& e) {
-    throw SandboxError(std::string("the sandbox agent stopped while opening its channel: ") +
-                       e.what());
-  }
-  if (!protocol::fieldOr<bool>(reply, "ok", false)) {
+  auto opened = openSocketChannel(*attached, *listener, options_.hello_timeout, name);
+  if (!opened.channel) {
     if (!warned_no_socket_.exchange(true)) {
       logger().warn(
           "agent channel socket unavailable ({}); frames use the engine's attach stream, which "
           "is slower (large files most). Fix: give runsc --host-uds=open (scripts/setup.sh does)",
-          protocol::fieldOr<std::string>(reply, "error", "refused"));
+          opened.refusal);
     }
     return {attached, attached, nullptr};
   }
-  // The agent connected before it answered: the connection waits in the backlog.
-  auto stream =
-      std::make_unique<SocketStream>(listener->accept(options_.hello_timeout), kAgentSendTimeout);
-  return {AgentChannel::start(std::move(stream), name), std::move(attached), std::move(listener)};
+  return {std::move(opened.channel), std::move(attached), std::move(listener)};
 }
 
 bool DockerBackend::imageExists(const std::string& image) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +20,12 @@
 #include "sandbox/docker/docker_sandbox.h"
 #include "sandbox/docker/engine_client.h"
 #include "sandbox/docker/ownership.h"
+#include "sandbox/docker/runsc_control.h"
 
 namespace sandbox::docker {
+
+class AttachStream;
+class ContainerRemover;
 
 struct DockerBackendOptions {
   // unix:///path (an engine on this host) or tcp://HOST:PORT with `tls` (an engine anywhere:
@@ -60,6 +66,13 @@ class DockerBackend final : public Backend {
   // Removes built images past their retention (built_images.h); returns how many.
   int collectBuiltImages() noexcept;
   [[nodiscard]] std::vector<HealthCheck> healthChecks() override;
+  // Local engine, runsc, "experimental" on (start?checkpoint=), the engine's directory writable.
+  [[nodiscard]] std::optional<std::string> checkpointUnsupported(
+      const std::string& runtime) override;
+  [[nodiscard]] std::string checkpointFormat(const std::string& runtime) override;
+  // A new container with the same mounts (new channel and its socket), the checkpoint's files in
+  // its own checkpoints directory, started from them by the engine; then the agent's channel.
+  std::unique_ptr<Sandbox> restore(const SandboxSpec& spec, const PlaceCheckpoint& place) override;
 
   // Frames to and from agents then travel over a Unix socket per sandbox, in a directory under
   // `root` bind-mounted into the sandbox (channel_listener.h), instead of the attached stdio: no
@@ -88,6 +101,27 @@ class DockerBackend final : public Backend {
   HealthCheck describeRemoteEngine() const;
   // What create() mounts for the agent: host binds, or the agent volume of a remote engine.
   AgentMounts agentMounts(const SandboxSpec& spec, const ChannelListener* listener);
+  // A created (not started) container with its attach channel; removed again unless dismissed.
+  struct NewContainer {
+    ContainerRecord record;
+    std::unique_ptr<ChannelListener> listener;
+    std::shared_ptr<AgentChannel> channel;  // over the attach stream
+    const AttachStream* attach = nullptr;   // owned by `channel`
+    std::unique_ptr<ContainerRemover> remover;
+  };
+  NewContainer createContainer(const SandboxSpec& spec);
+  // `what` and what the engine and the agent's stderr tell about a start that failed.
+  std::string describeFailedStart(const NewContainer& made, const SandboxSpec& spec,
+                                  const std::string& what);
+  // What the engine says about itself (GET /info), read once.
+  struct EngineFacts {
+    std::string root_dir;  // DockerRootDir
+    bool experimental = false;
+    std::map<std::string, std::shared_ptr<const RunscCommand>> runsc;  // by runtime name
+    std::map<std::string, std::string> versions;                       // by runsc path
+  };
+  const EngineFacts& engineFacts();
+  CheckpointSupport checkpointSupport(const std::string& runtime);
   // After hello: moves the frames to the socket when the agent can reach it, else keeps `attached`.
   AgentLink linkAgent(std::shared_ptr<AgentChannel> attached,
                       std::unique_ptr<ChannelListener> listener, const std::string& name);
@@ -99,6 +133,8 @@ class DockerBackend final : public Backend {
   std::string channel_root_;                   // empty: frames use the attached stdio
   std::unique_ptr<AgentVolume> agent_volume_;  // remote engines only
   std::atomic<bool> warned_no_socket_{false};
+  std::mutex engine_facts_mutex_;
+  std::optional<EngineFacts> engine_facts_;
 };
 
 // First 16 hex digits of SHA-256(text), via OpenSSL EVP. Pure.

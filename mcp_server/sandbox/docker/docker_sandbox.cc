@@ -58,25 +58,44 @@ std::string explainStop(EngineClient& engine, const ContainerRecord& record,
 }
 
 DockerSandbox::DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record,
-                             AgentLink link, nlohmann::json hello)
+                             AgentLink link, nlohmann::json hello, CheckpointSupport checkpoints)
     : engine_(std::move(engine)),
       record_(std::move(record)),
       channel_(std::move(link.channel)),
       attached_(std::move(link.attached)),
       socket_dir_(std::move(link.socket_dir)),
+      checkpoints_(std::move(checkpoints)),
+      agent_([this](nlohmann::json request, std::chrono::milliseconds deadline,
+                    const AgentCallOptions& options) {
+        return callAgent(std::move(request), deadline, options);
+      }),
       hello_(std::move(hello)) {}
 
 DockerSandbox::~DockerSandbox() {
   // Closing the channel (socket) or the attach connection (stdin, StdinOnce) makes the agent
   // exit, and the engine removes the container. The forced removal makes that immediate and
   // certain; the socket's directory goes after it.
-  channel_->close("the session ended");
+  {
+    std::lock_guard lock(channel_mutex_);
+    channel_->close("the session ended");
+    channel_.reset();
+  }
   attached_->close("the session ended");
-  channel_.reset();
   attached_.reset();
   forceRemoveContainer(*engine_, record_.id);
   socket_dir_.reset();
   logger().debug("sandbox {} removed", record_.name);
+}
+
+std::shared_ptr<AgentChannel> DockerSandbox::currentChannel() const {
+  std::lock_guard lock(channel_mutex_);
+  return channel_;
+}
+
+bool DockerSandbox::alive() const noexcept {
+  // While a checkpoint moves the channel, the attach stream (the agent's stdin) is its life.
+  if (relinking_.load()) return attached_->alive();
+  return currentChannel()->alive();
 }
 
 std::string DockerSandbox::status() {
@@ -92,7 +111,7 @@ std::string DockerSandbox::status() {
 }
 
 std::optional<std::string> DockerSandbox::stopReason() {
-  if (channel_->alive()) return std::nullopt;
+  if (alive()) return std::nullopt;
   return resolveStopReason();
 }
 
@@ -100,16 +119,18 @@ std::string DockerSandbox::resolveStopReason() {
   std::lock_guard lock(stop_reason_mutex_);
   if (!stop_reason_) {
     stop_reason_ =
-        explainStop(*engine_, record_, "the sandbox stopped: " + channel_->closeReason());
+        explainStop(*engine_, record_, "the sandbox stopped: " + currentChannel()->closeReason());
   }
   return *stop_reason_;
 }
 
 nlohmann::json DockerSandbox::callAgent(nlohmann::json request, std::chrono::milliseconds deadline,
                                         const AgentChannel::CallOptions& options) {
+  std::shared_lock calls(calls_mutex_);
+  const auto channel = currentChannel();
   nlohmann::json reply;
   try {
-    reply = channel_->call(std::move(request), deadline, options);
+    reply = channel->call(std::move(request), deadline, options);
   } catch (const ChannelClosedError&) {
     throw SandboxError(resolveStopReason());
   }
@@ -121,75 +142,95 @@ nlohmann::json DockerSandbox::callAgent(nlohmann::json request, std::chrono::mil
 
 ExecResult DockerSandbox::exec(const ExecRequest& request, CancelToken& cancel,
                                const OutputCallback& on_output) {
-  AgentChannel::CallOptions options;
-  options.cancel = &cancel;
-  if (request.stream && on_output) {
-    options.on_event = [&on_output](const nlohmann::json& event) {
-      if (fieldOr<std::string>(event, "event", "") != "output") return;
-      on_output(fieldOr<std::string>(event, "stream", "stdout"),
-                fieldOr<std::string>(event, "data", ""));
-    };
-  }
-  // Both streams at their cap (the agent applies the cap to events too), plus some slack.
-  options.max_event_bytes = 2 * request.max_output_bytes + 2 * protocol::kNotesBytes;
-  const auto sent = std::chrono::steady_clock::now();
-  auto reply =
-      callAgent(protocol::encodeExecRequest(request), request.timeout + kExecGrace, options);
-  const auto answered = std::chrono::steady_clock::now();
-  ExecResult result = protocol::decodeExecReply(std::move(reply), request);
-  for (const auto& why : result.rich.dropped) logger().info("agent reply: {}", why);
-  result.channel_ms = std::chrono::duration<double, std::milli>(answered - sent).count();
-  return result;
+  return agent_.exec(request, cancel, on_output);
 }
 
 std::size_t DockerSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
-  AgentChannel::CallOptions options;
-  options.request_data = bytes;  // raw, in a data frame: no base64, no JSON escaping
-  nlohmann::json request = {{"op", protocol::kOpWriteFile}, {"path", path}, {"mode", mode}};
-  if (bytes.empty()) request["data_b64"] = "";  // an empty file needs no data frame
-  const auto reply = callAgent(std::move(request), kFileOpDeadline, options);
-  return fieldOr<std::size_t>(reply, "bytes", bytes.size());
+  return agent_.writeFile(path, bytes, mode);
 }
 
 std::string DockerSandbox::readFile(const std::string& path, std::size_t max_bytes) {
-  AgentChannel::CallOptions options;
-  std::string data;
-  options.reply_data = &data;
-  const auto reply = callAgent({{"op", protocol::kOpReadFile},
-                                {"path", path},
-                                {"max_bytes", max_bytes},
-                                {"data_frame", true}},
-                               kFileOpDeadline, options);
-  if (!fieldOr<bool>(reply, "data_frame", false) || data.size() > max_bytes) {
-    throw SandboxError("read_file: the agent's reply for " + path +
-                       " did not carry the file within the limit");
-  }
-  return data;
+  return agent_.readFile(path, max_bytes);
 }
 
 FileRange DockerSandbox::readFileRange(const std::string& path, std::uint64_t offset,
                                        std::size_t length) {
-  AgentChannel::CallOptions options;
-  FileRange range;
-  options.reply_data = &range.data;
-  const auto reply = callAgent({{"op", protocol::kOpReadFile},
-                                {"path", path},
-                                {"offset", offset},
-                                {"length", length},
-                                {"data_frame", true}},
-                               kFileOpDeadline, options);
-  if (!fieldOr<bool>(reply, "data_frame", false)) {
-    throw SandboxError("read_file: the agent's reply for " + path + " carried no data");
-  }
-  if (range.data.size() > length) range.data.resize(length);
-  range.offset = offset;
-  range.file_size = fieldOr<std::uint64_t>(reply, "file_size", offset + range.data.size());
-  return range;
+  return agent_.readFileRange(path, offset, length);
 }
 
-FileListing DockerSandbox::listFiles(const std::string& path) {
-  return protocol::decodeFileListing(
-      callAgent({{"op", protocol::kOpListFiles}, {"path", path}}, kFileOpDeadline));
+FileListing DockerSandbox::listFiles(const std::string& path) { return agent_.listFiles(path); }
+
+void DockerSandbox::checkpoint(const std::filesystem::path& dir) {
+  if (!checkpoints_.runsc) {
+    throw SandboxError(
+        "this sandbox cannot be checkpointed: it needs gVisor (runsc) on an engine on the "
+        "server's host");
+  }
+  std::unique_lock calls(calls_mutex_, std::defer_lock);
+  if (!calls.try_lock_for(kCheckpointWait)) {
+    throw SandboxError("the sandbox is busy (a call into it is still running); retry when it ends");
+  }
+  if (!alive()) throw SandboxError(resolveStopReason());
+  if (usesChannelSocket()) {
+    // gVisor cannot save a sandbox connected to a host socket: the agent leaves its channel.
+    relinking_ = true;
+    try {
+      const auto reply =
+          currentChannel()->call({{"op", protocol::kOpSuspend}}, AgentClient::kSuspendDeadline);
+      if (!fieldOr<bool>(reply, "ok", false)) {
+        relinking_ = false;
+        throw SandboxError(fieldOr<std::string>(reply, "error", "the agent refused to suspend"));
+      }
+    } catch (const ChannelClosedError&) {
+      relinking_ = false;
+      throw SandboxError(resolveStopReason());
+    }
+    currentChannel()->close("suspended for a checkpoint");
+  }
+  std::exception_ptr failure;
+  try {
+    checkpointContainer(*checkpoints_.runsc, record_.id, dir);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (usesChannelSocket()) relink();
+  if (failure) std::rethrow_exception(failure);
+}
+
+void DockerSandbox::relink() {
+  try {
+    socket_dir_->rearm();
+    auto opened =
+        openSocketChannel(*attached_, *socket_dir_, checkpoints_.link_timeout, record_.name);
+    if (!opened.channel) throw SandboxError("the agent could not reconnect: " + opened.refusal);
+    std::lock_guard lock(channel_mutex_);
+    channel_ = std::move(opened.channel);
+  } catch (const std::exception& e) {
+    logger().warn("sandbox {}: no channel after the checkpoint: {}", record_.name, e.what());
+    attached_->close(std::string("its channel could not be reopened after a checkpoint: ") +
+                     e.what());
+  }
+  relinking_ = false;
+}
+
+SocketChannel openSocketChannel(AgentChannel& attached, ChannelListener& listener,
+                                std::chrono::milliseconds timeout, const std::string& name) {
+  nlohmann::json reply;
+  try {
+    reply = attached.call({{"op", protocol::kOpChannel},
+                           {"path", ChannelListener::containerSocketPath()},
+                           {"token", listener.token()}},
+                          timeout);
+  } catch (const ChannelClosedError& e) {
+    throw SandboxError(std::string("the sandbox agent stopped while opening its channel: ") +
+                       e.what());
+  }
+  if (!fieldOr<bool>(reply, "ok", false)) {
+    return {nullptr, fieldOr<std::string>(reply, "error", "refused")};
+  }
+  // The agent connected before it answered: the connection waits in the backlog.
+  auto stream = std::make_unique<SocketStream>(listener.accept(timeout), kAgentSendTimeout);
+  return {AgentChannel::start(std::move(stream), name), {}};
 }
 
 }  // namespace sandbox::docker

@@ -3,18 +3,22 @@
 // and file operations may be called concurrently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 
 #include "sandbox/agent_channel.h"
+#include "sandbox/agent_client.h"
 #include "sandbox/backend.h"
 #include "sandbox/docker/channel_listener.h"
 #include "sandbox/docker/engine_client.h"
+#include "sandbox/docker/runsc_control.h"
 
 namespace sandbox::docker {
 
@@ -37,16 +41,33 @@ struct AgentLink {
       socket_dir;  // null without a socket; removed after the container
 };
 
+// A write to the agent that cannot finish this long means it stopped reading.
+inline constexpr std::chrono::milliseconds kAgentSendTimeout{30000};
+
+// Sends "channel" over `attached` and takes the agent's connection on `listener`: the socket
+// channel, or nullptr and the agent's reason when it could not connect (frames stay on stdio).
+// Throws SandboxError when the agent stops or the connection does not come.
+struct SocketChannel {
+  std::shared_ptr<AgentChannel> channel;
+  std::string refusal;
+};
+[[nodiscard]] SocketChannel openSocketChannel(AgentChannel& attached, ChannelListener& listener,
+                                              std::chrono::milliseconds timeout,
+                                              const std::string& name);
+
+// What a sandbox needs to checkpoint itself; runsc null: it cannot.
+struct CheckpointSupport {
+  std::shared_ptr<const RunscCommand> runsc;
+  std::chrono::milliseconds link_timeout{15000};  // for the agent to reconnect afterwards
+};
+
 class DockerSandbox final : public Sandbox {
  public:
-  // Above the agent's own exec timeout: room for SIGINT, the kill and a driver restart.
-  inline static constexpr std::chrono::milliseconds kExecGrace{10000};
-  inline static constexpr std::chrono::milliseconds kFileOpDeadline{60000};
   // How long to wait for the engine to report the container's exit once the channel closed.
   inline static constexpr std::chrono::milliseconds kFateWait{3000};
 
   DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record, AgentLink link,
-                nlohmann::json hello);
+                nlohmann::json hello, CheckpointSupport checkpoints = {});
   ~DockerSandbox() override;  // closes the channel and force-removes the container
   DockerSandbox(const DockerSandbox&) = delete;
   DockerSandbox& operator=(const DockerSandbox&) = delete;
@@ -55,7 +76,7 @@ class DockerSandbox final : public Sandbox {
   [[nodiscard]] const std::string& runtime() const noexcept override { return record_.runtime; }
   [[nodiscard]] const std::string& image() const noexcept override { return record_.image; }
   [[nodiscard]] std::string status() override;
-  [[nodiscard]] bool alive() const noexcept override { return channel_->alive(); }
+  [[nodiscard]] bool alive() const noexcept override;
   [[nodiscard]] std::optional<std::string> stopReason() override;
 
   ExecResult exec(const ExecRequest& request, CancelToken& cancel,
@@ -65,17 +86,21 @@ class DockerSandbox final : public Sandbox {
   FileRange readFileRange(const std::string& path, std::uint64_t offset,
                           std::size_t length) override;
   FileListing listFiles(const std::string& path) override;
+  // Suspends the agent's socket channel, runs runsc checkpoint (the sandbox keeps running) and
+  // gives the agent a new channel. Waits up to kCheckpointWait for calls in flight to finish.
+  void checkpoint(const std::filesystem::path& dir) override;
+  inline static constexpr std::chrono::milliseconds kCheckpointWait{3000};
 
   [[nodiscard]] const std::string& name() const noexcept { return record_.name; }
   // The agent's hello reply (agent_version, python, python_version, pid, uid, cwd).
   [[nodiscard]] const nlohmann::json& hello() const noexcept { return hello_; }
   // Closes the channel without removing the container, like a crashed server would (tests).
   void dropChannelForTesting() noexcept {
-    channel_->close("dropped for testing");
+    currentChannel()->close("dropped for testing");
     attached_->close("dropped for testing");
   }
   // True when frames travel over the channel socket rather than the attached stdio.
-  [[nodiscard]] bool usesChannelSocket() const noexcept { return channel_ != attached_; }
+  [[nodiscard]] bool usesChannelSocket() const noexcept { return socket_dir_ != nullptr; }
 
  private:
   // Calls the agent; an ok:false reply becomes SandboxError(its "error"), a closed channel
@@ -83,12 +108,22 @@ class DockerSandbox final : public Sandbox {
   nlohmann::json callAgent(nlohmann::json request, std::chrono::milliseconds deadline,
                            const AgentChannel::CallOptions& options = {});
   std::string resolveStopReason();
+  [[nodiscard]] std::shared_ptr<AgentChannel> currentChannel() const;
+  // After a checkpoint: a new socket channel, or the sandbox is closed (alive() false).
+  void relink();
 
   std::shared_ptr<EngineClient> engine_;
   const ContainerRecord record_;
+  // Calls hold it shared; a checkpoint holds it alone (no frame may cross while the channel
+  // moves).
+  mutable std::shared_timed_mutex calls_mutex_;
+  mutable std::mutex channel_mutex_;  // guards channel_ (read by alive() at any time)
   std::shared_ptr<AgentChannel> channel_;
   std::shared_ptr<AgentChannel> attached_;
   std::unique_ptr<ChannelListener> socket_dir_;
+  std::atomic<bool> relinking_{false};  // the socket channel is down on purpose: ask attached_
+  const CheckpointSupport checkpoints_;
+  const AgentClient agent_;
   const nlohmann::json hello_;
   std::mutex stop_reason_mutex_;
   std::optional<std::string> stop_reason_;
