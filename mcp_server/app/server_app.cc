@@ -257,6 +257,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   metrics::Registry metrics_registry;  // first in, last out: the callbacks below refer to it
   const server::SessionMetrics session_metrics(&metrics_registry);
   services.metrics = &session_metrics;
+  services.instance_id = backend.instanceId();
   // The pool fills once start-up checked the engine (prepareEngine); over stdio that waits for the
   // client, since the process may be a client's server/discover probe, stopped at once (warm_up.h).
   const bool stdio = options.mode == Mode::kStdio;

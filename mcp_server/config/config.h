@@ -146,6 +146,12 @@ struct SessionsConfig {
   std::int64_t idle_timeout_s = 900;
   // Sessions one client (one MCP session) may hold; the rest of max_sessions stays for others.
   std::int64_t max_sessions_per_client = 16;
+  // A session idle this long is paused: its sandbox checkpointed to snapshot_dir and its
+  // container removed (memory released); its next call restores it. 0: never. Needs runsc on a
+  // local engine; elsewhere sessions just stay running.
+  std::int64_t pause_after_idle_s = 300;
+  // Where paused sessions' snapshots are kept (0700, root only; never mounted into a sandbox).
+  std::string snapshot_dir = "/var/lib/sandbox-mcp/snapshots";
 };
 
 // Ready sandboxes of the default profile (sandbox.image, runtime, limits; no environment,

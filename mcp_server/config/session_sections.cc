@@ -64,7 +64,14 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.read("max_sessions", out.max_sessions);
   r.read("idle_timeout_s", out.idle_timeout_s);
   r.read("max_sessions_per_client", out.max_sessions_per_client);
+  r.read("pause_after_idle_s", out.pause_after_idle_s);
+  r.read("snapshot_dir", out.snapshot_dir);
   r.rejectUnknown();
+  requireAtLeast(out.pause_after_idle_s, 0, "sessions.pause_after_idle_s");
+  if (out.snapshot_dir.empty() || out.snapshot_dir.front() != '/') {
+    throw ConfigError("sessions.snapshot_dir must be an absolute path, got '" + out.snapshot_dir +
+                      "'");
+  }
   requireAtLeast(out.max_sessions, 1, "sessions.max_sessions");
   requireAtLeast(out.max_sessions_per_client, 1, "sessions.max_sessions_per_client");
   requireAtLeast(out.idle_timeout_s, 1, "sessions.idle_timeout_s");

@@ -16,9 +16,28 @@ Session::Session(std::string id, std::string owner, SessionOptions options,
       options_(std::move(options)),
       gateway_(std::move(gateway)),
       sandbox_(std::move(sandbox)),
+      pausable_(dynamic_cast<sandbox::PausableSandbox*>(sandbox_.get())),
       created_at_unix_(nowUnix()),
       created_(Clock::now()),
       last_used_ns_(created_.time_since_epoch().count()) {}
+
+bool Session::pause() { return pausable_ != nullptr && !inUse() && pausable_->pause(); }
+
+void Session::resume() {
+  if (pausable_ != nullptr) pausable_->resume();
+}
+
+std::string_view Session::state() const noexcept {
+  return pausable_ != nullptr ? sandbox::toString(pausable_->state()) : "running";
+}
+
+bool Session::paused() const noexcept {
+  return pausable_ != nullptr && pausable_->state() == sandbox::PausableSandbox::State::kPaused;
+}
+
+std::uint64_t Session::snapshotBytes() const noexcept {
+  return pausable_ != nullptr ? pausable_->snapshotBytes() : 0;
+}
 
 Session::~Session() {
   if (events_ && !recentResources().empty()) events_->listChanged(owner_);

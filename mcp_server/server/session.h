@@ -11,10 +11,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.h"
 #include "sandbox/backend.h"
+#include "sandbox/pausable_sandbox.h"
 #include "server/mcp_gateway.h"
 #include "server/resource_events.h"
 
@@ -45,7 +47,19 @@ class Session {
   [[nodiscard]] const std::string& id() const noexcept { return id_; }
   [[nodiscard]] const std::string& owner() const noexcept { return owner_; }
   [[nodiscard]] const SessionOptions& options() const noexcept { return options_; }
+  // Resumes a paused sandbox on its first call (a restore), transparently.
   [[nodiscard]] sandbox::Sandbox& sandbox() noexcept { return *sandbox_; }
+  // Checkpoints an idle sandbox to disk and removes its container; false when it cannot now
+  // (in use, not pausable here, the checkpoint failed).
+  bool pause();
+  // Restores a paused sandbox now; throws SandboxError when that fails (the sandbox is then lost:
+  // alive() false, stopReason() says why). Nothing to do when it runs.
+  void resume();
+  // "running", "paused" or "lost".
+  [[nodiscard]] std::string_view state() const noexcept;
+  [[nodiscard]] bool paused() const noexcept;
+  // Bytes the pause's snapshot holds on disk; 0 while running.
+  [[nodiscard]] std::uint64_t snapshotBytes() const noexcept;
   // The session's MCP relay; nullptr when it was created without an mcp_allowlist.
   [[nodiscard]] McpGateway* mcpGateway() noexcept { return gateway_.get(); }
   [[nodiscard]] double createdAtUnix() const noexcept { return created_at_unix_; }
@@ -81,6 +95,7 @@ class Session {
   const SessionOptions options_;
   std::unique_ptr<McpGateway> gateway_;  // declared first: outlives the sandbox that uses it
   std::unique_ptr<sandbox::Sandbox> sandbox_;
+  sandbox::PausableSandbox* pausable_ = nullptr;  // sandbox_ when it is one
   const double created_at_unix_;
   const Clock::time_point created_;
   std::atomic<Clock::rep> last_used_ns_;

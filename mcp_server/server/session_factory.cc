@@ -254,6 +254,35 @@ const SessionMetrics& SessionFactory::metrics() const noexcept {
   return services_.metrics != nullptr ? *services_.metrics : kNone;
 }
 
+sandbox::SnapshotStore* SessionFactory::snapshotStore() {
+  std::lock_guard lock(store_mutex_);
+  if (store_tried_) return store_.get();
+  store_tried_ = true;
+  if (config_.sessions.pause_after_idle_s == 0) return nullptr;
+  const auto runtime = resolveRuntime();
+  if (const auto why = backend_.checkpointUnsupported(runtime)) {
+    log()->info("idle sessions will not be paused (sessions.pause_after_idle_s): {}", *why);
+    return nullptr;
+  }
+  try {
+    store_ = std::make_unique<sandbox::SnapshotStore>(
+        config_.sessions.snapshot_dir,
+        services_.instance_id.empty() ? "default" : services_.instance_id);
+  } catch (const std::exception& e) {
+    log()->warn("idle sessions will not be paused: sessions.snapshot_dir {}: {}",
+                config_.sessions.snapshot_dir, e.what());
+    return nullptr;
+  }
+  // No snapshot of this instance id outlives its server yet (sessions.persist is future work):
+  // what a crashed run left is removed.
+  if (const int stale = store_->removeOlderThan(std::chrono::seconds(0)); stale > 0) {
+    log()->info("removed {} snapshot(s) a previous run of this instance left", stale);
+  }
+  log()->info("sessions idle for {} s are paused to {} (sessions.pause_after_idle_s)",
+              config_.sessions.pause_after_idle_s, config_.sessions.snapshot_dir);
+  return store_.get();
+}
+
 std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const std::string& id,
                                                 const SessionOptions& options,
                                                 CancelToken* cancel) {
@@ -291,8 +320,10 @@ std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const 
   log()->info("session {} {}: container {} image {} runtime {}", id,
               warm ? "claimed a pooled sandbox" : "created", sandbox->id(), spec.image,
               spec.runtime);
+  auto pausable = std::make_unique<sandbox::PausableSandbox>(backend_, spec, std::move(sandbox),
+                                                             snapshotStore(), owner, id);
   auto session =
-      std::make_shared<Session>(id, owner, options, std::move(sandbox), std::move(gateway));
+      std::make_shared<Session>(id, owner, options, std::move(pausable), std::move(gateway));
   session->setWarmStart(warm);
   metrics().created(
       warm, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

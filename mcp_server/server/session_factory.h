@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "sandbox/backend.h"
 #include "sandbox/runtime_dir.h"
+#include "sandbox/snapshot_store.h"
 #include "sandbox/sidecar.h"
 #include "server/server_endpoints.h"
 #include "server/session.h"
@@ -38,6 +39,8 @@ struct SessionServices {
   const SessionMetrics* metrics = nullptr;
   // How long the warm pool waits for a client (warmUp()) before its first fill (WarmPoolOptions).
   std::chrono::milliseconds pool_start_delay{0};
+  // Names this server's snapshots (sessions.snapshot_dir/<instance_id>); empty: "default".
+  std::string instance_id;
 };
 
 class SessionFactory {
@@ -60,6 +63,10 @@ class SessionFactory {
   // Runtime new sandboxes get ("runsc" or "runc"), resolved once; throws when runsc is missing
   // and sandbox.allow_runc_fallback is off.
   [[nodiscard]] std::string resolveRuntime();
+  // Where paused sessions' snapshots go; null when sessions are never paused here
+  // (sessions.pause_after_idle_s 0, no checkpoints on this backend, or the directory unusable:
+  // said once in the log). Made on first use.
+  [[nodiscard]] sandbox::SnapshotStore* snapshotStore();
   // Zeros when the pool is disabled (pool.size 0).
   [[nodiscard]] WarmPool::Stats poolStats();
   // A client is here: the warm pool starts filling if it was still waiting (pool_start_delay).
@@ -104,6 +111,9 @@ class SessionFactory {
   std::atomic<int> running_builds_{0};
   CancelToken stopping_;            // fired by cancelCreations(); every build subscribes to it
   std::unique_ptr<WarmPool> pool_;  // null when pool.size is 0
+  std::mutex store_mutex_;
+  bool store_tried_ = false;
+  std::unique_ptr<sandbox::SnapshotStore> store_;
 };
 
 }  // namespace server

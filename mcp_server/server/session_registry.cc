@@ -110,6 +110,14 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
         forget(session);
         continue;
       }
+      if (session->paused()) {
+        try {
+          session->resume();
+        } catch (const SandboxError&) {
+          forget(session);  // its stop reason says why the restore failed; the id starts fresh
+          continue;
+        }
+      }
       if (options_given) {
         if (auto field = firstDifference(session->options(), options); !field.empty()) {
           throw SandboxError("session '" + session_id + "' was created with a different " + field +
@@ -333,20 +341,55 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::takeIdle() {
   return idle;
 }
 
+std::vector<std::shared_ptr<Session>> SessionRegistry::takePausable() {
+  std::vector<std::shared_ptr<Session>> out;
+  const auto after = config_.sessions.pause_after_idle_s;
+  if (after <= 0) return out;
+  for (const auto& [k, entry] : sessions_) {
+    if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      auto session = entry.pending.get();
+      if (session->state() == "running" && !session->inUse() &&
+          session->idleSeconds() >= static_cast<double>(after)) {
+        out.push_back(std::move(session));
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
 void SessionRegistry::reapLoop() {
-  const auto period =
-      std::chrono::seconds(std::clamp<std::int64_t>(config_.sessions.idle_timeout_s / 4, 1, 30));
+  std::int64_t shortest = config_.sessions.idle_timeout_s;
+  if (config_.sessions.pause_after_idle_s > 0) {
+    shortest = std::min(shortest, config_.sessions.pause_after_idle_s);
+  }
+  const auto period = std::chrono::milliseconds(
+      std::clamp<std::int64_t>(shortest * 1000 / 4, 250, std::int64_t{30000}));
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     wake_reaper_.wait_for(lock, period);
     if (stopping_) break;
     auto idle = takeIdle();
+    auto pausable = takePausable();
     lock.unlock();
     for (const auto& session : idle) {
       log()->info("session {} expired after {} s idle (sessions.idle_timeout_s)", session->id(),
                   config_.sessions.idle_timeout_s);
     }
     idle.clear();  // destroys the sandboxes outside the lock
+    // One at a time: a checkpoint writes the sandbox's memory to disk; calls to other sessions
+    // go on meanwhile, and a session called while it waits here is skipped (in use, or touched).
+    for (const auto& session : pausable) {
+      {
+        std::lock_guard stop_check(mutex_);
+        if (stopping_) break;
+      }
+      if (session->idleSeconds() >= static_cast<double>(config_.sessions.pause_after_idle_s)) {
+        (void)session->pause();
+      }
+    }
+    pausable.clear();
     lock.lock();
   }
 }

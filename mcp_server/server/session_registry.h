@@ -111,6 +111,8 @@ class SessionRegistry {
   [[nodiscard]] std::string goneMessage(const std::string& key, const std::string& id) const;
   void reapLoop();
   std::vector<std::shared_ptr<Session>> takeIdle();
+  // Running sessions idle past sessions.pause_after_idle_s and not in use; mutex_ held.
+  std::vector<std::shared_ptr<Session>> takePausable();
 
   const config::ServerConfig& config_;
   const std::unique_ptr<SessionFactory> factory_;

@@ -21,7 +21,9 @@ Tool makeListSessionsTool() {
                {"runtime", {{"type", "string"}}},
                {"created_at", {{"type", "number"}}},
                {"execution_count", {{"type", "integer"}}},
-               {"idle_seconds", {{"type", "number"}}}}},
+               {"idle_seconds", {{"type", "number"}}},
+               {"state", {{"type", "string"}, {"enum", {"running", "paused", "lost"}}}},
+               {"snapshot_bytes", {{"type", "integer"}}}}},
              {"required",
               {"session_id", "image", "runtime", "created_at", "execution_count"}}}}}}}},
        {"required", {"sessions"}}},
@@ -38,9 +40,11 @@ Tool makeListSessionsTool() {
                                    {"runtime", s->sandbox().runtime()},
                                    {"created_at", s->createdAtUnix()},
                                    {"execution_count", s->executionCount()},
-                                   {"idle_seconds", s->idleSeconds()}});
+                                   {"idle_seconds", s->idleSeconds()},
+                                   {"state", s->state()},
+                                   {"snapshot_bytes", s->snapshotBytes()}});
                   text += s->id() + " (" + std::to_string(s->executionCount()) + " executions, " +
-                          s->sandbox().image() + ")\n";
+                          s->sandbox().image() + ", " + std::string(s->state()) + ")\n";
                 }
                 ToolResult out;
                 out.structured = {{"sessions", items}};

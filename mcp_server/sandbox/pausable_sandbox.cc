@@ -1,0 +1,167 @@
+#include "sandbox/pausable_sandbox.h"
+
+#include <chrono>
+#include <mutex>
+
+#include "sandbox/log.h"
+
+namespace sandbox {
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+std::string_view toString(PausableSandbox::State state) noexcept {
+  switch (state) {
+    case PausableSandbox::State::kRunning:
+      return "running";
+    case PausableSandbox::State::kPaused:
+      return "paused";
+    case PausableSandbox::State::kLost:
+      return "lost";
+  }
+  return "running";
+}
+
+PausableSandbox::PausableSandbox(Backend& backend, SandboxSpec spec, std::unique_ptr<Sandbox> live,
+                                 SnapshotStore* store, std::string owner, std::string session_id)
+    : backend_(backend),
+      spec_(std::move(spec)),
+      store_(store),
+      owner_(std::move(owner)),
+      session_id_(std::move(session_id)),
+      first_id_(live->id()),
+      live_(std::move(live)) {}
+
+PausableSandbox::~PausableSandbox() {
+  live_.reset();
+  if (snapshot_) store_->remove(snapshot_->id);
+}
+
+template <typename Call>
+auto PausableSandbox::withLive(Call&& call) {
+  for (;;) {
+    {
+      std::shared_lock lock(mutex_);
+      if (live_) return call(*live_);
+      if (lost_reason_) throw SandboxError(*lost_reason_);
+    }
+    resume();
+  }
+}
+
+std::string PausableSandbox::status() {
+  {
+    std::shared_lock lock(mutex_);
+    if (lost_reason_) return "gone";
+    if (!live_) return "paused";
+  }
+  return withLive([](Sandbox& live) { return live.status(); });
+}
+
+bool PausableSandbox::alive() const noexcept {
+  if (state_.load() == State::kLost) return false;
+  // A pause or resume holds the lock alone for a moment: the sandbox is not lost meanwhile.
+  std::shared_lock lock(mutex_, std::try_to_lock);
+  if (!lock || !live_) return true;
+  return live_->alive();
+}
+
+std::optional<std::string> PausableSandbox::stopReason() {
+  std::shared_lock lock(mutex_);
+  if (lost_reason_) return lost_reason_;
+  if (!live_) return std::nullopt;
+  return live_->stopReason();
+}
+
+ExecResult PausableSandbox::exec(const ExecRequest& request, CancelToken& cancel,
+                                 const OutputCallback& on_output) {
+  return withLive([&](Sandbox& live) { return live.exec(request, cancel, on_output); });
+}
+
+std::size_t PausableSandbox::writeFile(const std::string& path, std::string_view bytes, int mode) {
+  return withLive([&](Sandbox& live) { return live.writeFile(path, bytes, mode); });
+}
+
+std::string PausableSandbox::readFile(const std::string& path, std::size_t max_bytes) {
+  return withLive([&](Sandbox& live) { return live.readFile(path, max_bytes); });
+}
+
+FileRange PausableSandbox::readFileRange(const std::string& path, std::uint64_t offset,
+                                         std::size_t length) {
+  return withLive([&](Sandbox& live) { return live.readFileRange(path, offset, length); });
+}
+
+FileListing PausableSandbox::listFiles(const std::string& path) {
+  return withLive([&](Sandbox& live) { return live.listFiles(path); });
+}
+
+void PausableSandbox::checkpoint(const std::filesystem::path& dir) {
+  withLive([&](Sandbox& live) { live.checkpoint(dir); });
+}
+
+bool PausableSandbox::pause() {
+  if (store_ == nullptr) return false;
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock || !live_ || !live_->alive()) return false;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    auto draft = store_->begin();
+    live_->checkpoint(draft.dir());
+    SnapshotFacts facts;
+    facts.owner = owner_;
+    facts.session_id = session_id_;
+    facts.name = "pause";
+    facts.image = spec_.image;
+    facts.runtime_version = backend_.checkpointFormat(spec_.runtime);
+    snapshot_ = store_->seal(std::move(draft), std::move(facts));
+  } catch (const std::exception& e) {
+    logger().info("session {}: not paused: {}", session_id_, e.what());
+    return false;
+  }
+  live_.reset();  // the container goes, and its memory with it
+  snapshot_bytes_ = snapshot_->bytes;
+  state_ = State::kPaused;
+  logger().info("session {}: paused in {:.0f} ms ({:.1f} MB on disk)", session_id_,
+                msSince(started), static_cast<double>(snapshot_->bytes) / 1e6);
+  return true;
+}
+
+void PausableSandbox::resume() {
+  std::unique_lock lock(mutex_);
+  if (live_ || lost_reason_ || !snapshot_) return;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    const auto format = backend_.checkpointFormat(spec_.runtime);
+    if (format != snapshot_->facts.runtime_version) {
+      throw SandboxError("it was saved by " + snapshot_->facts.runtime_version +
+                         " and this engine has " + (format.empty() ? "no checkpoints" : format));
+    }
+    const std::string id = snapshot_->id;
+    live_ = backend_.restore(
+        spec_, [this, &id](const std::filesystem::path& dir) { store_->copyVerified(id, dir); });
+  } catch (const std::exception& e) {
+    lose(std::string("restoring its paused sandbox failed: ") + e.what());
+    throw SandboxError(*lost_reason_);
+  }
+  store_->remove(snapshot_->id);
+  snapshot_.reset();
+  snapshot_bytes_ = 0;
+  state_ = State::kRunning;
+  logger().info("session {}: resumed in {:.0f} ms", session_id_, msSince(started));
+}
+
+void PausableSandbox::lose(std::string reason) {
+  logger().warn("session {}: {}", session_id_, reason);
+  lost_reason_ = std::move(reason);
+  if (snapshot_) store_->remove(snapshot_->id);
+  snapshot_.reset();
+  snapshot_bytes_ = 0;
+  state_ = State::kLost;
+}
+
+}  // namespace sandbox

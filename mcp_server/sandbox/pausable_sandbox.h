@@ -1,0 +1,89 @@
+// A session's sandbox that can be paused: its whole state checkpointed into the snapshot store and
+// its container removed, so that an idle session holds disk instead of memory. The next call
+// resumes it first: a new sandbox restored from the verified snapshot carries on with the same
+// variables, open files, tmpfs files and processes. A restore that fails leaves the sandbox lost
+// (alive() false, stopReason() says why), never silently empty. Engine-neutral: it needs only
+// Sandbox::checkpoint and Backend::restore.
+// Thread-safe. Calls run on the live sandbox under a shared lock; pause() takes the lock alone
+// and gives up at once when a call holds it, so a busy sandbox is never paused.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+
+#include "sandbox/backend.h"
+#include "sandbox/snapshot_store.h"
+
+namespace sandbox {
+
+class PausableSandbox final : public Sandbox {
+ public:
+  enum class State { kRunning, kPaused, kLost };
+
+  // `store` null: never paused (a passthrough). `owner` and `session_id` go into the manifest.
+  PausableSandbox(Backend& backend, SandboxSpec spec, std::unique_ptr<Sandbox> live,
+                  SnapshotStore* store, std::string owner, std::string session_id);
+  ~PausableSandbox() override;  // removes the live sandbox and a pause's snapshot
+  PausableSandbox(const PausableSandbox&) = delete;
+  PausableSandbox& operator=(const PausableSandbox&) = delete;
+
+  [[nodiscard]] const std::string& id() const noexcept override { return first_id_; }
+  [[nodiscard]] const std::string& runtime() const noexcept override { return spec_.runtime; }
+  [[nodiscard]] const std::string& image() const noexcept override { return spec_.image; }
+  // "paused" while paused; else the live sandbox's.
+  [[nodiscard]] std::string status() override;
+  // A paused sandbox is alive: its next call resumes it.
+  [[nodiscard]] bool alive() const noexcept override;
+  [[nodiscard]] std::optional<std::string> stopReason() override;
+
+  ExecResult exec(const ExecRequest& request, CancelToken& cancel,
+                  const OutputCallback& on_output) override;
+  std::size_t writeFile(const std::string& path, std::string_view bytes, int mode) override;
+  std::string readFile(const std::string& path, std::size_t max_bytes) override;
+  FileRange readFileRange(const std::string& path, std::uint64_t offset,
+                          std::size_t length) override;
+  FileListing listFiles(const std::string& path) override;
+  void checkpoint(const std::filesystem::path& dir) override;
+
+  // Whether pause() can ever succeed here (a store, and a backend with checkpoints).
+  [[nodiscard]] bool pausable() const noexcept { return store_ != nullptr; }
+  // Checkpoints the sandbox into the store, seals the snapshot and removes the container. False,
+  // and nothing changes, when a call is running, the sandbox is not running, or the checkpoint
+  // fails (logged: e.g. code holds a connection to a host socket).
+  bool pause();
+  // Restores a paused sandbox (nothing to do when it runs). Throws SandboxError when the restore
+  // fails; the sandbox is lost then and its snapshot removed.
+  void resume();
+
+  [[nodiscard]] State state() const noexcept { return state_.load(); }
+  // Bytes of the pause's snapshot on disk; 0 while running.
+  [[nodiscard]] std::uint64_t snapshotBytes() const noexcept { return snapshot_bytes_.load(); }
+
+ private:
+  // Runs `call` on the live sandbox, resuming it first when paused.
+  template <typename Call>
+  auto withLive(Call&& call);
+  void lose(std::string reason);  // unique lock held
+
+  Backend& backend_;
+  const SandboxSpec spec_;
+  SnapshotStore* const store_;
+  const std::string owner_;
+  const std::string session_id_;
+  const std::string first_id_;
+
+  mutable std::shared_mutex mutex_;  // guards everything below but the atomics
+  std::unique_ptr<Sandbox> live_;    // null while paused or lost
+  std::optional<SnapshotRecord> snapshot_;  // the pause's, while paused
+  std::optional<std::string> lost_reason_;
+  std::atomic<State> state_{State::kRunning};
+  std::atomic<std::uint64_t> snapshot_bytes_{0};
+};
+
+[[nodiscard]] std::string_view toString(PausableSandbox::State state) noexcept;
+
+}  // namespace sandbox
