@@ -253,6 +253,12 @@ SnapshotStore::SnapshotStore(const fs::path& root, std::string instance_id, Cloc
   ensurePrivateDirectory(instance_dir_);
 }
 
+SnapshotStore::~SnapshotStore() {
+  // An instance id is often random (a stdio server per client session): its directory goes when
+  // it holds nothing, so that server starts do not pile up empty directories.
+  ::rmdir(instance_dir_.c_str());
+}
+
 SnapshotStore::Draft::Draft(std::string id, fs::path dir, common::UniqueFd lock) noexcept
     : id_(std::move(id)), dir_(std::move(dir)), lock_(std::move(lock)) {}
 

@@ -35,6 +35,9 @@ class SnapshotStore {
   // instance directory that is a symbolic link, owned by another user, or writable by others.
   SnapshotStore(const std::filesystem::path& root, std::string instance_id,
                 Clock now = std::chrono::system_clock::now);
+  ~SnapshotStore();  // removes the instance's directory when it is empty
+  SnapshotStore(const SnapshotStore&) = delete;
+  SnapshotStore& operator=(const SnapshotStore&) = delete;
 
   // A fresh, empty directory (0700) for runsc to write a checkpoint into. Removed with its
   // contents when it goes away unless seal() took it. Move-only; not thread-safe.

@@ -5,7 +5,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -152,6 +156,15 @@ class FakeSandbox : public sandbox::Sandbox {
     }
     return listing;
   }
+  // Writes its files to dir/state.img (a fake of runsc's image); restore() reads them back.
+  void checkpoint(const std::filesystem::path& dir) override {
+    std::lock_guard lock(mutex_);
+    std::ofstream(dir / "state.img") << nlohmann::json(files_).dump();
+  }
+  void restoreFiles(std::map<std::string, std::string> files) {
+    std::lock_guard lock(mutex_);
+    files_ = std::move(files);
+  }
 
  private:
   static common::Image imageOf(const std::string& png, std::int64_t width, std::int64_t height,
@@ -202,8 +215,37 @@ class FakeBackend : public sandbox::Backend {
   std::vector<std::string> runtimes() override { return runtime_names; }
   int removeOrphans() override { return 0; }
   std::vector<sandbox::HealthCheck> healthChecks() override { return {}; }
+  std::optional<std::string> checkpointUnsupported(const std::string&) override {
+    if (checkpoints) return std::nullopt;
+    return "no checkpoints (fake)";
+  }
+  std::string checkpointFormat(const std::string&) override { return checkpoint_format; }
+  std::unique_ptr<sandbox::Sandbox> restore(const sandbox::SandboxSpec& spec,
+                                            const PlaceCheckpoint& place) override {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("fake-restore-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(++restored));
+    std::filesystem::create_directories(dir);
+    struct Cleanup {
+      std::filesystem::path dir;
+      ~Cleanup() { std::filesystem::remove_all(dir); }
+    } cleanup{dir};
+    place(dir);
+    std::ifstream in(dir / "state.img");
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto state = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    if (!state.is_object()) throw sandbox::SandboxError("not a fake image");
+    auto sandbox = std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
+                                                 sandboxes_alive, waiting_for_cancel);
+    sandbox->restoreFiles(state.get<std::map<std::string, std::string>>());
+    return sandbox;
+  }
 
   std::atomic<int> created{0};
+  std::atomic<int> restored{0};
+  std::atomic<bool> checkpoints{false};  // checkpointUnsupported() says nothing stops them
+  std::string checkpoint_format = "fake 1";
   std::atomic<int> live{0};
   std::atomic<bool> fail_creates{false};
   // Shared by every sandbox made so far: store false to make them all report a dead container.
