@@ -95,6 +95,28 @@ check_runtime_dir_leaks() {
   return 1
 }
 
+# Paused sessions' snapshots under the default sessions.snapshot_dir: instance directories (a
+# server removes its own when empty) and the snapshots in them.
+readonly SNAPSHOT_ROOT="/var/lib/sandbox-mcp/snapshots"
+snapshot_entries() {
+  [[ -d "${SNAPSHOT_ROOT}" ]] || return 0
+  find "${SNAPSHOT_ROOT}" -mindepth 1 -maxdepth 2 -type d | sort
+}
+
+# Fails when a server of this run left a snapshot (or its instance directory) behind.
+check_snapshot_leaks() {
+  local before_file="$1" leaked=()
+  log_step "check for leaked snapshots (${SNAPSHOT_ROOT})"
+  mapfile -t leaked < <(snapshot_entries | comm -13 "${before_file}" -)
+  if ((${#leaked[@]} == 0)); then
+    log_info "none"
+    return 0
+  fi
+  printf 'error: the tests left %d snapshot director(ies) behind:\n' "${#leaked[@]}" >&2
+  printf '    %s\n' "${leaked[@]}" >&2
+  return 1
+}
+
 # Prints the pids of runsc processes (gVisor sandboxes, gofers) whose container dockerd no longer
 # runs: a sandbox that `docker ps` does not list but still holds memory is a leak too.
 stray_runsc_pids() {
@@ -178,6 +200,8 @@ main() {
   managed_containers >"${before}"
   local dirs_before="${RESULTS_DIR}/runtime-dirs-before.txt"
   runtime_dirs >"${dirs_before}"
+  local snapshots_before="${RESULTS_DIR}/snapshots-before.txt"
+  snapshot_entries >"${snapshots_before}"
   local volumes_before="${RESULTS_DIR}/volumes-before.txt"
   docker volume ls -q | sort >"${volumes_before}"
   [[ -s "${before}" ]] &&
@@ -196,6 +220,7 @@ main() {
   bash "${TLS_DOCKERD}" stop # before the runsc check: its sandboxes are not the main engine's
   check_container_leaks "${before}" || leak_status=1
   check_runtime_dir_leaks "${dirs_before}" || leak_status=1
+  check_snapshot_leaks "${snapshots_before}" || leak_status=1
   check_runsc_leaks || leak_status=1
   check_volume_leaks "${volumes_before}" || leak_status=1
 

@@ -250,7 +250,9 @@ SnapshotStore::SnapshotStore(const fs::path& root, std::string instance_id, Cloc
       instance_id_(std::move(instance_id)),
       key_(SnapshotKey::loadOrCreate(preparedRoot(root) / ".key")),
       now_(std::move(now)) {
-  ensurePrivateDirectory(instance_dir_);
+  // Made by the first begin(): a server that never pauses a session leaves no directory.
+  std::error_code ec;
+  if (fs::exists(instance_dir_, ec)) ensurePrivateDirectory(instance_dir_);
 }
 
 SnapshotStore::~SnapshotStore() {
@@ -290,6 +292,7 @@ void SnapshotStore::Draft::discard() noexcept {
 }
 
 SnapshotStore::Draft SnapshotStore::begin() {
+  ensurePrivateDirectory(instance_dir_);
   std::string id = common::randomHex(kIdHexChars / 2);
   fs::path dir = dirOf(id);
   if (::mkdir(dir.c_str(), 0700) != 0) {

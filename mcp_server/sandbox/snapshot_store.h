@@ -29,10 +29,11 @@ class SnapshotStore {
   static constexpr std::size_t kIdHexChars = 32;
   using Clock = std::function<std::chrono::system_clock::time_point()>;
 
-  // Creates `root` (e.g. /var/lib/sandbox-mcp/snapshots) and <root>/<instance_id> 0700 when
-  // missing, and loads or makes the key <root>/.key (SnapshotKey::loadOrCreate). Refuses
-  // (SandboxError saying what to fix) an instance id that is not a plain file name, and a root or
-  // instance directory that is a symbolic link, owned by another user, or writable by others.
+  // Creates `root` (e.g. /var/lib/sandbox-mcp/snapshots) 0700 when missing (<root>/<instance_id>
+  // at the first begin()), and loads or makes the key <root>/.key (SnapshotKey::loadOrCreate).
+  // Refuses (SandboxError saying what to fix) an instance id that is not a plain file name, and a
+  // root or instance directory that is a symbolic link, owned by another user, or writable by
+  // others.
   SnapshotStore(const std::filesystem::path& root, std::string instance_id,
                 Clock now = std::chrono::system_clock::now);
   ~SnapshotStore();  // removes the instance's directory when it is empty

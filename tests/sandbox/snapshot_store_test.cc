@@ -242,6 +242,7 @@ TEST(SnapshotStore, AManifestOfAnotherInstanceIsRefused) {
   SnapshotStore first(temp / "snapshots", "inst-a");
   SnapshotStore second(temp / "snapshots", "inst-b");  // the same key
   const auto sealed = sealSample(first);
+  fs::create_directories(temp / "snapshots" / "inst-b");  // made by a first begin()
   fs::rename(sealed.dir, temp / "snapshots" / "inst-b" / sealed.id);
   EXPECT_THROW((void)second.find(sealed.id), SnapshotTamperedError);
   expectRefusedCopy(second, sealed.id, temp / "restore",
@@ -518,6 +519,21 @@ TEST(SnapshotStore, DifferentSnapshotsAreSealedAndCopiedAtOnce) {
   for (auto& thread : threads) thread.join();
   for (const bool ok : round_tripped) EXPECT_TRUE(ok);
   EXPECT_EQ(store.list().size(), 4U);
+}
+
+TEST(SnapshotStore, LeavesNoInstanceDirectoryWhenItHoldsNothing) {
+  const TempDir temp;
+  {
+    SnapshotStore idle(temp / "snapshots", "never-paused");
+    EXPECT_FALSE(fs::exists(temp / "snapshots" / "never-paused"));
+  }
+  {
+    SnapshotStore used(temp / "snapshots", "paused-once");
+    const auto sealed = sealSample(used);
+    used.remove(sealed.id);
+  }
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / "paused-once"))
+      << "an empty instance directory stayed";
 }
 
 }  // namespace

@@ -1,0 +1,142 @@
+// Pausing idle sessions (sessions.pause_after_idle_s) measured on a session with the data stack
+// loaded (numpy, pandas, matplotlib and a DataFrame): how long the pause takes and what it writes
+// (server log), the memory the engine accounts to the sandbox before it and after it (none: the
+// container is gone), and the next call's time to its first result (resume included), against the
+// same call on a running session and against rebuilding that state in a new gVisor container
+// (`docker run` that does the imports), all in this run. Results in bench/results/pause.{md,json}.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  SERVER_BIN, connectHttp, dockerGet, startHttpServer, stopServer, waitFor,
+} from '../tests/e2e/harness.mjs';
+import {
+  SCALE, callOk, docker, finishBenchmark, fmt, machineInfo, managedContainersOf, summarize, timed,
+} from './lib.mjs';
+
+const IMAGE = process.env.SANDBOX_IMAGE_TAG || 'sandbox-mcp/python:latest';
+const BASELINE_LABEL = 'sandbox-mcp.bench=1';
+const SETUP_CELL = [
+  'import numpy as np, pandas as pd, matplotlib.pyplot as plt',
+  'df = pd.DataFrame({"k": np.arange(200_000) % 97, "v": np.random.default_rng(1).random(200_000)})',
+  'totals = df.groupby("k").v.sum()',
+  'len(totals)',
+].join('\n');
+const NEXT_CELL = 'round(float(totals.sum()), 3) > 0';
+const count = (n) => Math.max(2, Math.round(n * SCALE));
+const log = (msg) => process.stderr.write(`bench: ${msg}\n`);
+
+const series = new Map();
+function record(name, value) {
+  if (!series.has(name)) series.set(name, []);
+  series.get(name).push(value);
+}
+
+async function containerMemoryMiB(id) {
+  const { status, body } = await dockerGet(`/containers/${id}/stats?stream=false`);
+  if (status !== 200) return 0; // gone: nothing accounted
+  const mem = body.memory_stats ?? {};
+  const cache = mem.stats?.inactive_file ?? mem.stats?.total_inactive_file ?? 0;
+  return ((mem.usage ?? 0) - cache) / (1024 * 1024);
+}
+
+// The last "paused in N ms (M MB on disk)" and "resumed in N ms" of `session` in the server log.
+function logged(server, session, what) {
+  const pattern = what === 'paused'
+    ? new RegExp(`session ${session}: paused in (\\d+) ms \\(([\\d.]+) MB on disk\\)`, 'g')
+    : new RegExp(`session ${session}: resumed in (\\d+) ms`, 'g');
+  const matches = [...server.logText().matchAll(pattern)];
+  return matches.length ? matches[matches.length - 1].slice(1).map(Number) : undefined;
+}
+
+async function oneCycle(server, client) {
+  const setup = await callOk(client, 'run_code', { code: SETUP_CELL, timeout: 120 });
+  if (setup.result !== '97') throw new Error(`setup cell: ${JSON.stringify(setup).slice(0, 400)}`);
+  const sid = setup.session_id;
+  const warm = await timed(() => callOk(client, 'run_code', { code: NEXT_CELL, session_id: sid }));
+  record('call_running', warm.ms);
+  const running = await callOk(client, 'get_session_stats', { session_id: sid });
+  record('memory_running_mib', await containerMemoryMiB(running.container_id));
+
+  await waitFor(async () => logged(server, sid, 'paused') !== undefined, 60000, 'the pause');
+  const [pauseMs, megabytes] = logged(server, sid, 'paused');
+  record('pause_ms', pauseMs);
+  record('snapshot_mb', megabytes);
+  record('memory_paused_mib', await containerMemoryMiB(running.container_id));
+
+  const resumed = await timed(() => callOk(client, 'run_code', { code: NEXT_CELL, session_id: sid }));
+  if (resumed.value.result !== 'True' || resumed.value.state_lost) {
+    throw new Error(`resumed call: ${JSON.stringify(resumed.value).slice(0, 400)}`);
+  }
+  record('call_after_pause', resumed.ms);
+  record('restore_ms', logged(server, sid, 'resumed')[0]);
+  await callOk(client, 'cleanup_session', { session_id: sid });
+}
+
+function report(info) {
+  const stats = Object.fromEntries([...series].map(([k, v]) => [k, summarize(v)]));
+  const s = (k) => stats[k];
+  const md = [`# sandbox-mcp pause and resume benchmark, ${info.date}`, ''];
+  md.push(`- machine: ${info.nproc} CPUs (${info.cpu}), docker ${info.docker}, runsc ${info.runsc}`);
+  md.push(`- load average (1/5/15 min): ${info.load_start} at start, ${info.load_end} at end`);
+  md.push(`- image ${IMAGE}; a session from the warm pool runs \`${SETUP_CELL.split('\n')[0]}\` and a`);
+  md.push('  200,000-row DataFrame groupby; sessions.pause_after_idle_s: 1; HTTP', '');
+  md.push('| what | n | p50 | p99 |', '|---|--:|--:|--:|');
+  md.push(`| pause: checkpoint, seal, container removed (server log) | ${s('pause_ms').n} | ${fmt(s('pause_ms').p50)} ms | ${fmt(s('pause_ms').p99)} ms |`);
+  md.push(`| snapshot on disk | ${s('snapshot_mb').n} | ${s('snapshot_mb').p50.toFixed(1)} MB | ${s('snapshot_mb').p99.toFixed(1)} MB |`);
+  md.push(`| sandbox memory, running (engine-reported) | ${s('memory_running_mib').n} | ${s('memory_running_mib').p50.toFixed(0)} MiB | ${s('memory_running_mib').p99.toFixed(0)} MiB |`);
+  md.push(`| sandbox memory, paused | ${s('memory_paused_mib').n} | ${s('memory_paused_mib').p50.toFixed(0)} MiB | ${s('memory_paused_mib').p99.toFixed(0)} MiB |`);
+  md.push(`| restore: verified copy, container from the checkpoint, channel (server log) | ${s('restore_ms').n} | ${fmt(s('restore_ms').p50)} ms | ${fmt(s('restore_ms').p99)} ms |`);
+  md.push('', '| # | the next call (client time to its result) | n | p50 ms | p99 ms | compared with | n | p50 ms | ratio (p50) |');
+  md.push('|---|---|--:|--:|--:|---|--:|--:|--:|');
+  const resumed = s('call_after_pause');
+  const rows = [
+    ['the same call on a running session', s('call_running')],
+    [`docker run --rm runsc python3 -c 'import numpy, pandas, matplotlib.pyplot' (rebuilding the state)`, s('docker_run_import')],
+  ];
+  rows.forEach(([what, base], i) => {
+    const ratio = resumed.p50 / base.p50;
+    md.push(`| 9${'ab'[i]} | on a paused session (resume included) | ${resumed.n} | ${fmt(resumed.p50)} | ${fmt(resumed.p99)} | ` +
+      `${what} | ${base.n} | ${fmt(base.p50)} | ${ratio >= 1 ? `${ratio.toFixed(1)}× slower` : `${(1 / ratio).toFixed(1)}× faster`} |`);
+  });
+  return { md: md.join('\n') + '\n', json: { info, stats, samples: Object.fromEntries(series) } };
+}
+
+async function main() {
+  const info = machineInfo();
+  log(`server ${SERVER_BIN}; machine is shared, numbers are noisy`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-bench-pause-'));
+  const file = path.join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify({
+    pool: { size: 1 },
+    sessions: { pause_after_idle_s: 1, snapshot_dir: path.join(dir, 'snapshots') },
+  }));
+  let failure;
+  let server;
+  let client;
+  try {
+    server = await startHttpServer(['--config', file]);
+    if (process.env.BENCH_PID_FILE) writeFileSync(process.env.BENCH_PID_FILE, `${server.pid}\n`);
+    ({ client } = await connectHttp(server.url));
+    for (let round = 0; round < count(5); round++) {
+      await oneCycle(server, client);
+      record('docker_run_import', (await timed(() => docker(['run', '--rm', '--runtime=runsc',
+        '--network', 'none', '--label', BASELINE_LABEL, IMAGE, 'python3', '-c',
+        'import numpy, pandas, matplotlib.pyplot']))).ms);
+    }
+  } catch (error) {
+    failure = error;
+  } finally {
+    await client?.close().catch(() => {});
+    if (server) {
+      const code = await stopServer(server);
+      if (code !== 0) failure ??= new Error(`server exited with ${code} after SIGTERM`);
+      await waitFor(async () => (await managedContainersOf(server.pid)).length === 0, 15000,
+        'removal of the server\'s containers').catch((e) => { failure ??= new Error(`LEAK: ${e.message}`); });
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  finishBenchmark('pause', failure, info, report, log);
+}
+
+await main();
