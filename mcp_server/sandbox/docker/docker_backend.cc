@@ -150,15 +150,18 @@ DockerBackend::NewContainer DockerBackend::createContainer(const SandboxSpec& sp
 }
 
 std::string DockerBackend::describeFailedStart(const NewContainer& made, const SandboxSpec& spec,
-                                               const std::string& what) {
-  std::string message = what;
+                                               const std::string& what,
+                                               const std::string& otherwise) {
+  std::string message = what + ": ";
   const auto fate = waitForContainerFate(*engine_, made.record.id, made.record.created_unix - 1,
                                          DockerSandbox::kFateWait);
-  if (fate && fate->oom_killed) {
-    message += ": the container ran out of memory (" + std::to_string(made.record.memory_mib) +
+  if (!fate) {
+    message += otherwise;
+  } else if (fate->oom_killed) {
+    message += "the container ran out of memory (" + std::to_string(made.record.memory_mib) +
                " MiB) before the agent answered";
-  } else if (fate) {
-    message += ": the container exited with code " + std::to_string(fate->exit_code) +
+  } else {
+    message += "the container exited with code " + std::to_string(fate->exit_code) +
                " before the agent answered";
   }
   const std::string agent_stderr = made.attach->stderrTail();
@@ -178,8 +181,8 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
     hello = made.channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
   } catch (const ChannelClosedError& e) {
     if (agent_volume_) agent_volume_->forget();  // check the volume again next time
-    throw SandboxError(describeFailedStart(
-        made, spec, std::string("the sandbox agent did not start (") + e.what() + ")"));
+    throw SandboxError(
+        describeFailedStart(made, spec, "the sandbox agent did not start", e.what()));
   }
   if (!hello.value("ok", false)) {
     throw SandboxError("the sandbox agent refused hello: " + hello.value("error", std::string()));
@@ -222,8 +225,8 @@ std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
     link = linkAgent(std::move(made.channel), std::move(made.listener), record.name);
     hello = link.channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
   } catch (const std::exception& e) {
-    throw SandboxError(describeFailedStart(
-        made, spec, std::string("the restored sandbox did not answer (") + e.what() + ")"));
+    throw SandboxError(
+        describeFailedStart(made, spec, "the restored sandbox did not answer", e.what()));
   }
   if (!hello.value("ok", false)) {
     throw SandboxError("the restored agent refused hello: " + hello.value("error", std::string()));

@@ -110,9 +110,9 @@ class DockerBackend final : public Backend {
     std::unique_ptr<ContainerRemover> remover;
   };
   NewContainer createContainer(const SandboxSpec& spec);
-  // `what` and what the engine and the agent's stderr tell about a start that failed.
+  // "<what>: " and how the container ended (else `otherwise`), and the agent's stderr.
   std::string describeFailedStart(const NewContainer& made, const SandboxSpec& spec,
-                                  const std::string& what);
+                                  const std::string& what, const std::string& otherwise);
   // What the engine says about itself (GET /info), read once.
   struct EngineFacts {
     std::string root_dir;  // DockerRootDir
