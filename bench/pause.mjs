@@ -70,6 +70,16 @@ async function oneCycle(server, client) {
   }
   record('call_after_pause', resumed.ms);
   record('restore_ms', logged(server, sid, 'resumed')[0]);
+  // The backend's breakdown of that restore (the last one logged).
+  const parts = [...server.logText().matchAll(
+    /restored under \S+ from a checkpoint in (\d+) ms \(container (\d+), files (\d+), start (\d+), channel and hello (\d+)\)/g)];
+  if (parts.length) {
+    const [, , container, files, start, channel] = parts[parts.length - 1].map(Number);
+    record('restore_container_ms', container);
+    record('restore_files_ms', files);
+    record('restore_start_ms', start);
+    record('restore_channel_ms', channel);
+  }
   await callOk(client, 'cleanup_session', { session_id: sid });
 }
 
@@ -87,6 +97,12 @@ function report(info) {
   md.push(`| sandbox memory, running (engine-reported) | ${s('memory_running_mib').n} | ${s('memory_running_mib').p50.toFixed(0)} MiB | ${s('memory_running_mib').p99.toFixed(0)} MiB |`);
   md.push(`| sandbox memory, paused | ${s('memory_paused_mib').n} | ${s('memory_paused_mib').p50.toFixed(0)} MiB | ${s('memory_paused_mib').p99.toFixed(0)} MiB |`);
   md.push(`| restore: verified copy, container from the checkpoint, channel (server log) | ${s('restore_ms').n} | ${fmt(s('restore_ms').p50)} ms | ${fmt(s('restore_ms').p99)} ms |`);
+  for (const [key, what] of [['restore_container_ms', 'create the container (and its attach)'],
+    ['restore_files_ms', 'copy and verify the snapshot into it'],
+    ['restore_start_ms', 'start from the checkpoint (runsc restore)'],
+    ['restore_channel_ms', 'the agent\'s new channel and hello']]) {
+    if (s(key)) md.push(`| &nbsp;&nbsp;of which: ${what} | ${s(key).n} | ${fmt(s(key).p50)} ms | ${fmt(s(key).p99)} ms |`);
+  }
   md.push('', '| # | the next call (client time to its result) | n | p50 ms | p99 ms | compared with | n | p50 ms | ratio (p50) |');
   md.push('|---|---|--:|--:|--:|---|--:|--:|--:|');
   const resumed = s('call_after_pause');
