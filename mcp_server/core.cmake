@@ -28,6 +28,7 @@ add_library(mcp_server_sessions STATIC
   server/session_factory.cc
   server/session_metrics.cc
   server/session_registry.cc
+  server/snapshot_catalog.cc
   server/volume_policy.cc
   server/warm_pool.cc)
 target_link_libraries(mcp_server_sessions
@@ -38,6 +39,7 @@ target_link_libraries(mcp_server_sessions
 # mcp_tools: one file per built-in tool, their registry and argument validation.
 add_library(mcp_tools STATIC
   tools/cleanup_session.cc
+  tools/snapshot_tools.cc
   tools/download_file.cc
   tools/exec_common.cc
   tools/result_spill.cc

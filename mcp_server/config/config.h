@@ -152,6 +152,13 @@ struct SessionsConfig {
   std::int64_t pause_after_idle_s = 300;
   // Where paused sessions' snapshots are kept (0700, root only; never mounted into a sandbox).
   std::string snapshot_dir = "/var/lib/sandbox-mcp/snapshots";
+  // Named snapshots (snapshot_session) one client may hold, in count and bytes on disk.
+  std::int64_t max_snapshots_per_client = 8;
+  std::int64_t max_snapshot_mib_per_client = 4096;
+  // Named snapshots older than this are removed.
+  std::int64_t snapshot_ttl_s = 86400;
+  // Copies one fork_session call may make (each is a session: the session limits apply too).
+  std::int64_t max_forks_per_call = 8;
 };
 
 // Ready sandboxes of the default profile (sandbox.image, runtime, limits; no environment,

@@ -66,8 +66,16 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.read("max_sessions_per_client", out.max_sessions_per_client);
   r.read("pause_after_idle_s", out.pause_after_idle_s);
   r.read("snapshot_dir", out.snapshot_dir);
+  r.read("max_snapshots_per_client", out.max_snapshots_per_client);
+  r.read("max_snapshot_mib_per_client", out.max_snapshot_mib_per_client);
+  r.read("snapshot_ttl_s", out.snapshot_ttl_s);
+  r.read("max_forks_per_call", out.max_forks_per_call);
   r.rejectUnknown();
   requireAtLeast(out.pause_after_idle_s, 0, "sessions.pause_after_idle_s");
+  requireAtLeast(out.max_snapshots_per_client, 0, "sessions.max_snapshots_per_client");
+  requireAtLeast(out.max_snapshot_mib_per_client, 1, "sessions.max_snapshot_mib_per_client");
+  requireAtLeast(out.snapshot_ttl_s, 1, "sessions.snapshot_ttl_s");
+  requireAtLeast(out.max_forks_per_call, 1, "sessions.max_forks_per_call");
   if (out.snapshot_dir.empty() || out.snapshot_dir.front() != '/') {
     throw ConfigError("sessions.snapshot_dir must be an absolute path, got '" + out.snapshot_dir +
                       "'");

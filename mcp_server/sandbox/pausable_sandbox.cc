@@ -131,19 +131,56 @@ bool PausableSandbox::pause() {
   return true;
 }
 
+std::unique_ptr<Sandbox> PausableSandbox::restoreFrom(const SnapshotRecord& record) {
+  const auto format = backend_.checkpointFormat(spec_.runtime);
+  if (format != record.facts.runtime_version) {
+    throw SandboxError("it was saved by " + record.facts.runtime_version + " and this engine has " +
+                       (format.empty() ? "no checkpoints" : format));
+  }
+  if (record.facts.owner != owner_) {
+    throw SandboxError("snapshot " + record.id + " belongs to another client");
+  }
+  const std::string id = record.id;
+  return backend_.restore(
+      spec_, [this, &id](const std::filesystem::path& dir) { store_->copyVerified(id, dir); });
+}
+
+SnapshotRecord PausableSandbox::snapshot(const std::string& name) {
+  if (store_ == nullptr) throw SandboxError("snapshots are not available on this server");
+  return withLive([&](Sandbox& live) {
+    auto draft = store_->begin();
+    live.checkpoint(draft.dir());
+    SnapshotFacts facts;
+    facts.owner = owner_;
+    facts.session_id = session_id_;
+    facts.name = name;
+    facts.image = spec_.image;
+    facts.runtime_version = backend_.checkpointFormat(spec_.runtime);
+    return store_->seal(std::move(draft), std::move(facts));
+  });
+}
+
+void PausableSandbox::rollBack(const std::string& snapshot_id) {
+  if (store_ == nullptr) throw SandboxError("snapshots are not available on this server");
+  const auto record = store_->find(snapshot_id);
+  if (!record) throw SandboxError("the snapshot is gone (expired, or removed with its client)");
+  auto restored = restoreFrom(*record);
+  std::unique_lock lock(mutex_);
+  live_ = std::move(restored);  // the previous sandbox goes
+  if (snapshot_) store_->remove(snapshot_->id);
+  snapshot_.reset();
+  snapshot_bytes_ = 0;
+  lost_reason_.reset();
+  state_ = State::kRunning;
+  logger().info("session {}: rolled back to snapshot {}", session_id_, snapshot_id);
+}
+
 void PausableSandbox::resume() {
   std::unique_lock lock(mutex_);
   if (live_ || lost_reason_ || !snapshot_) return;
   const auto started = std::chrono::steady_clock::now();
   try {
-    const auto format = backend_.checkpointFormat(spec_.runtime);
-    if (format != snapshot_->facts.runtime_version) {
-      throw SandboxError("it was saved by " + snapshot_->facts.runtime_version +
-                         " and this engine has " + (format.empty() ? "no checkpoints" : format));
-    }
-    const std::string id = snapshot_->id;
-    live_ = backend_.restore(
-        spec_, [this, &id](const std::filesystem::path& dir) { store_->copyVerified(id, dir); });
+    live_ = restoreFrom(*snapshot_);
   } catch (const std::exception& e) {
     lose(std::string("restoring its paused sandbox failed: ") + e.what());
     throw SandboxError(*lost_reason_);

@@ -59,6 +59,13 @@ class PausableSandbox final : public Sandbox {
   // fails; the sandbox is lost then and its snapshot removed.
   void resume();
 
+  // Replaces the sandbox with one restored from the store's snapshot `snapshot_id` (which stays):
+  // the current state goes. Throws SandboxError when that fails; the sandbox runs on unchanged.
+  void rollBack(const std::string& snapshot_id);
+  // Checkpoints the running sandbox into a sealed snapshot of the store named `name` (the
+  // sandbox goes on). Throws SandboxError when it cannot (busy, a host socket, no store).
+  SnapshotRecord snapshot(const std::string& name);
+
   [[nodiscard]] State state() const noexcept { return state_.load(); }
   // Bytes of the pause's snapshot on disk; 0 while running.
   [[nodiscard]] std::uint64_t snapshotBytes() const noexcept { return snapshot_bytes_.load(); }
@@ -68,6 +75,9 @@ class PausableSandbox final : public Sandbox {
   template <typename Call>
   auto withLive(Call&& call);
   void lose(std::string reason);  // unique lock held
+  // A sandbox restored from the store's `snapshot_id`, after checking it was made by this
+  // runtime's checkpoint format. Throws SandboxError.
+  std::unique_ptr<Sandbox> restoreFrom(const SnapshotRecord& record);
 
   Backend& backend_;
   const SandboxSpec spec_;
@@ -76,8 +86,8 @@ class PausableSandbox final : public Sandbox {
   const std::string session_id_;
   const std::string first_id_;
 
-  mutable std::shared_mutex mutex_;  // guards everything below but the atomics
-  std::unique_ptr<Sandbox> live_;    // null while paused or lost
+  mutable std::shared_mutex mutex_;         // guards everything below but the atomics
+  std::unique_ptr<Sandbox> live_;           // null while paused or lost
   std::optional<SnapshotRecord> snapshot_;  // the pause's, while paused
   std::optional<std::string> lost_reason_;
   std::atomic<State> state_{State::kRunning};

@@ -23,6 +23,16 @@ Session::Session(std::string id, std::string owner, SessionOptions options,
 
 bool Session::pause() { return pausable_ != nullptr && !inUse() && pausable_->pause(); }
 
+sandbox::SnapshotRecord Session::snapshot(const std::string& name) {
+  if (pausable_ == nullptr) throw sandbox::SandboxError("this session cannot be snapshotted");
+  return pausable_->snapshot(name);
+}
+
+void Session::rollBack(const std::string& snapshot_id) {
+  if (pausable_ == nullptr) throw sandbox::SandboxError("this session cannot be rolled back");
+  pausable_->rollBack(snapshot_id);
+}
+
 void Session::resume() {
   if (pausable_ != nullptr) pausable_->resume();
 }

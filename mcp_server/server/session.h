@@ -55,6 +55,10 @@ class Session {
   // Restores a paused sandbox now; throws SandboxError when that fails (the sandbox is then lost:
   // alive() false, stopReason() says why). Nothing to do when it runs.
   void resume();
+  // A sealed snapshot of the running sandbox named `name` (it runs on); throws SandboxError.
+  sandbox::SnapshotRecord snapshot(const std::string& name);
+  // Back to the store's snapshot `snapshot_id`; throws SandboxError (nothing changed then).
+  void rollBack(const std::string& snapshot_id);
   // "running", "paused" or "lost".
   [[nodiscard]] std::string_view state() const noexcept;
   [[nodiscard]] bool paused() const noexcept;

@@ -258,10 +258,12 @@ sandbox::SnapshotStore* SessionFactory::snapshotStore() {
   std::lock_guard lock(store_mutex_);
   if (store_tried_) return store_.get();
   store_tried_ = true;
-  if (config_.sessions.pause_after_idle_s == 0) return nullptr;
   const auto runtime = resolveRuntime();
   if (const auto why = backend_.checkpointUnsupported(runtime)) {
-    log()->info("idle sessions will not be paused (sessions.pause_after_idle_s): {}", *why);
+    log()->info(
+        "no snapshots here: idle sessions are not paused, snapshot_session and "
+        "fork_session are refused: {}",
+        *why);
     return nullptr;
   }
   try {
@@ -269,7 +271,7 @@ sandbox::SnapshotStore* SessionFactory::snapshotStore() {
         config_.sessions.snapshot_dir,
         services_.instance_id.empty() ? "default" : services_.instance_id);
   } catch (const std::exception& e) {
-    log()->warn("idle sessions will not be paused: sessions.snapshot_dir {}: {}",
+    log()->warn("no snapshots here (idle sessions are not paused): sessions.snapshot_dir {}: {}",
                 config_.sessions.snapshot_dir, e.what());
     return nullptr;
   }
@@ -278,9 +280,58 @@ sandbox::SnapshotStore* SessionFactory::snapshotStore() {
   if (const int stale = store_->removeOlderThan(std::chrono::seconds(0)); stale > 0) {
     log()->info("removed {} snapshot(s) a previous run of this instance left", stale);
   }
-  log()->info("sessions idle for {} s are paused to {} (sessions.pause_after_idle_s)",
-              config_.sessions.pause_after_idle_s, config_.sessions.snapshot_dir);
+  if (config_.sessions.pause_after_idle_s > 0) {
+    log()->info("sessions idle for {} s are paused to {} (sessions.pause_after_idle_s)",
+                config_.sessions.pause_after_idle_s, config_.sessions.snapshot_dir);
+  }
   return store_.get();
+}
+
+std::shared_ptr<Session> SessionFactory::restore(const std::string& owner, const std::string& id,
+                                                 const SessionOptions& options,
+                                                 const std::string& snapshot_id) {
+  refuseToStart(nullptr);
+  auto* store = snapshotStore();
+  if (store == nullptr) throw SandboxError("snapshots are not available on this server");
+  const auto record = store->find(snapshot_id);
+  if (!record) throw SandboxError("the snapshot is gone (expired, or removed with its client)");
+  if (record->facts.owner != owner) {
+    throw SandboxError("snapshot " + snapshot_id + " belongs to another client");
+  }
+  sandbox::SandboxSpec spec = baseSpec(options);
+  const auto format = backend_.checkpointFormat(spec.runtime);
+  if (format != record->facts.runtime_version) {
+    throw SandboxError("the snapshot was saved by " + record->facts.runtime_version +
+                       " and this engine has " + (format.empty() ? "no checkpoints" : format));
+  }
+  spec.labels["sandbox-mcp.session"] = id;
+  auto gateway = openGateway(id, options);
+  if (gateway) {
+    spec.volumes.push_back({gateway->socketDir(), kMcpSocketMount, /*read_only=*/true});
+    spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+    gateway->start();
+  }
+  auto restored = backend_.restore(spec, [store, &snapshot_id](const std::filesystem::path& dir) {
+    store->copyVerified(snapshot_id, dir);
+  });
+  // A fork has its parent's memory, random generators' state included: seed them anew.
+  try {
+    CancelToken cancel;
+    sandbox::ExecRequest reseed;
+    reseed.kind = sandbox::ExecKind::kPython;
+    reseed.timeout = std::chrono::seconds(10);
+    reseed.code =
+        "__import__('random').seed()\n"
+        "if 'numpy' in __import__('sys').modules: __import__('numpy').random.seed()";
+    (void)restored->exec(reseed, cancel, nullptr);
+  } catch (const SandboxError& e) {
+    log()->warn("session {}: reseeding the restored sandbox failed: {}", id, e.what());
+  }
+  log()->info("session {} restored from snapshot {} ({} MB)", id, snapshot_id,
+              record->bytes / 1000000);
+  auto pausable = std::make_unique<sandbox::PausableSandbox>(backend_, spec, std::move(restored),
+                                                             store, owner, id);
+  return std::make_shared<Session>(id, owner, options, std::move(pausable), std::move(gateway));
 }
 
 std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const std::string& id,

@@ -18,8 +18,8 @@
 #include "config/config.h"
 #include "sandbox/backend.h"
 #include "sandbox/runtime_dir.h"
-#include "sandbox/snapshot_store.h"
 #include "sandbox/sidecar.h"
+#include "sandbox/snapshot_store.h"
 #include "server/server_endpoints.h"
 #include "server/session.h"
 #include "server/session_metrics.h"
@@ -60,12 +60,21 @@ class SessionFactory {
                                                 const SessionOptions& options,
                                                 CancelToken* cancel = nullptr);
 
+  // A new session `id` of `owner` that carries on from the store's sealed snapshot `snapshot_id`
+  // of a session made with `options`: the same image, limits and policy (a relay of its own when
+  // it has an mcp_allowlist), the state copied. Its random generators are seeded anew (a fork
+  // shares its parent's memory). Throws SandboxError: the snapshot is another client's, another
+  // runtime's, tampered with, or the engine failed.
+  [[nodiscard]] std::shared_ptr<Session> restore(const std::string& owner, const std::string& id,
+                                                 const SessionOptions& options,
+                                                 const std::string& snapshot_id);
+
   // Runtime new sandboxes get ("runsc" or "runc"), resolved once; throws when runsc is missing
   // and sandbox.allow_runc_fallback is off.
   [[nodiscard]] std::string resolveRuntime();
-  // Where paused sessions' snapshots go; null when sessions are never paused here
-  // (sessions.pause_after_idle_s 0, no checkpoints on this backend, or the directory unusable:
-  // said once in the log). Made on first use.
+  // Where paused sessions' and named snapshots go; null when there are none here (no
+  // checkpoints on this backend, or the directory unusable: said once in the log). Made on first
+  // use.
   [[nodiscard]] sandbox::SnapshotStore* snapshotStore();
   // Zeros when the pool is disabled (pool.size 0).
   [[nodiscard]] WarmPool::Stats poolStats();

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <future>
+#include <optional>
 
 #include "common/random_id.h"
 #include "server/sessions_log.h"
@@ -133,23 +135,12 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
       lost_reason = lost_.take(entry_key);
       if (!lost_reason) throw SandboxError(goneMessage(entry_key, session_id));
     }
-    if (heldCount(caller.quota_key) >= caller.max_sessions) {
+    try {
+      reserve(caller, entry_key, promise.get_future().share());
+    } catch (const SandboxError&) {
       if (lost_reason) lost_.remember(entry_key, *lost_reason);  // still to be told
-      factory_->metrics().refused(SessionMetrics::kSessionsPerClientLimit);
-      throw SandboxError("busy: this client holds " + std::to_string(caller.max_sessions) +
-                         " sessions, its limit (sessions.max_sessions_per_client, or its "
-                         "principal's max_sessions). Free one with cleanup_session, or reuse one "
-                         "by passing its session_id.");
+      throw;
     }
-    if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
-      if (lost_reason) lost_.remember(entry_key, *lost_reason);
-      factory_->metrics().refused(SessionMetrics::kSessionsLimit);
-      throw SandboxError("busy: the server is at its limit of " +
-                         std::to_string(config_.sessions.max_sessions) +
-                         " sessions (sessions.max_sessions). Free one with cleanup_session, or "
-                         "retry after idle sessions expire.");
-    }
-    sessions_.emplace(entry_key, Entry{promise.get_future().share(), caller.quota_key});
     break;
   }
   try {
@@ -167,6 +158,183 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
     if (lost_reason) lost_.remember(entry_key, *lost_reason);  // still to be told
     throw;
   }
+}
+
+void SessionRegistry::reserve(const Caller& caller, const std::string& entry_key, Pending pending) {
+  if (heldCount(caller.quota_key) >= caller.max_sessions) {
+    factory_->metrics().refused(SessionMetrics::kSessionsPerClientLimit);
+    throw SandboxError("busy: this client holds " + std::to_string(caller.max_sessions) +
+                       " sessions, its limit (sessions.max_sessions_per_client, or its "
+                       "principal's max_sessions). Free one with cleanup_session, or reuse one "
+                       "by passing its session_id.");
+  }
+  if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
+    factory_->metrics().refused(SessionMetrics::kSessionsLimit);
+    throw SandboxError("busy: the server is at its limit of " +
+                       std::to_string(config_.sessions.max_sessions) +
+                       " sessions (sessions.max_sessions). Free one with cleanup_session, or "
+                       "retry after idle sessions expire.");
+  }
+  sessions_.emplace(entry_key, Entry{std::move(pending), caller.quota_key});
+}
+
+SnapshotCatalog* SessionRegistry::existingCatalog() {
+  std::lock_guard lock(catalog_mutex_);
+  return catalog_.get();
+}
+
+SnapshotCatalog* SessionRegistry::snapshots() {
+  std::lock_guard lock(catalog_mutex_);
+  if (!catalog_tried_) {
+    catalog_tried_ = true;
+    if (auto* store = factory_->snapshotStore()) {
+      SnapshotLimits limits;
+      limits.max_count = static_cast<std::size_t>(config_.sessions.max_snapshots_per_client);
+      limits.max_bytes =
+          static_cast<std::uint64_t>(config_.sessions.max_snapshot_mib_per_client) * 1024 * 1024;
+      limits.ttl = std::chrono::seconds(config_.sessions.snapshot_ttl_s);
+      catalog_ = std::make_unique<SnapshotCatalog>(*store, limits);
+    }
+  }
+  return catalog_.get();
+}
+
+namespace {
+
+SnapshotCatalog& requireCatalog(SnapshotCatalog* catalog) {
+  if (catalog == nullptr) {
+    throw SandboxError(
+        "snapshots are not available on this server: they need gVisor (runsc) on a Docker "
+        "engine on the server's host with \"experimental\": true (scripts/setup.sh), and a "
+        "writable sessions.snapshot_dir; the server log says which is missing");
+  }
+  return *catalog;
+}
+
+std::string snapshotNotFound(const std::string& name) {
+  return "Unknown snapshot '" + name +
+         "': this client has no snapshot of that name (snapshot_session makes one; "
+         "get_session_stats lists a session's snapshots; they expire after "
+         "sessions.snapshot_ttl_s)";
+}
+
+}  // namespace
+
+NamedSnapshot SessionRegistry::snapshot(const Caller& caller, const std::string& session_id,
+                                        const std::string& name) {
+  auto& catalog = requireCatalog(snapshots());
+  auto session = find(caller.owner, session_id);
+  catalog.requireRoom(caller.owner);
+  SessionUse use(session);
+  const auto record = session->snapshot(name);
+  NamedSnapshot named;
+  named.id = record.id;
+  named.name = name;
+  named.session_id = session_id;
+  named.options = session->options();
+  named.bytes = record.bytes;
+  log()->info("session {}: snapshot '{}' taken ({} MB)", session_id, name, record.bytes / 1000000);
+  return catalog.add(caller.owner, std::move(named));
+}
+
+void SessionRegistry::rollBack(const Caller& caller, const std::string& session_id,
+                               const std::string& name) {
+  auto& catalog = requireCatalog(snapshots());
+  auto session = find(caller.owner, session_id);
+  const auto named = catalog.find(caller.owner, name);
+  if (!named) throw SandboxError(snapshotNotFound(name));
+  if (named->session_id != session_id) {
+    throw SandboxError("snapshot '" + name + "' was taken of session '" + named->session_id +
+                       "', not of '" + session_id +
+                       "': restore_session rolls a session back to its own snapshots; "
+                       "fork_session with this snapshot starts a new session from it");
+  }
+  SessionUse use(session);
+  session->rollBack(named->id);
+}
+
+std::vector<std::shared_ptr<Session>> SessionRegistry::fork(const Caller& caller,
+                                                            const std::string& from_session,
+                                                            const std::string& from_snapshot,
+                                                            std::size_t count) {
+  auto& catalog = requireCatalog(snapshots());
+  auto* store = factory_->snapshotStore();
+  SessionOptions options;
+  std::string snapshot_id;
+  std::optional<std::string> temporary;  // a checkpoint of the session, only for this fork
+  if (!from_snapshot.empty()) {
+    const auto named = catalog.find(caller.owner, from_snapshot);
+    if (!named) throw SandboxError(snapshotNotFound(from_snapshot));
+    options = named->options;
+    snapshot_id = named->id;
+  } else {
+    auto session = find(caller.owner, from_session);
+    SessionUse use(session);
+    options = session->options();
+    snapshot_id = session->snapshot("fork").id;
+    temporary = snapshot_id;
+  }
+  struct RemoveTemporary {
+    sandbox::SnapshotStore* store;
+    const std::optional<std::string>& id;
+    ~RemoveTemporary() {
+      if (id) store->remove(*id);
+    }
+  } remove_temporary{store, temporary};
+
+  struct Copy {
+    std::string id;
+    std::string entry_key;
+    std::promise<std::shared_ptr<Session>> promise;
+    std::future<std::shared_ptr<Session>> made;
+  };
+  std::vector<Copy> copies(count);
+  std::optional<SandboxError> refusal;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) throw SandboxError("the server is shutting down; retry on a new connection");
+    for (std::size_t i = 0; i < count; ++i) {
+      auto& copy = copies[i];
+      copy.id = "s-" + common::randomHex(16) + (route_tag_.empty() ? "" : "~" + route_tag_);
+      copy.entry_key = key(caller.owner, copy.id);
+      try {
+        reserve(caller, copy.entry_key, copy.promise.get_future().share());
+      } catch (const SandboxError& e) {
+        refusal = e;
+        copies.resize(i);
+        break;
+      }
+    }
+  }
+  if (copies.empty()) throw *refusal;
+  // Side by side: each restore is mostly runsc's own work.
+  for (auto& copy : copies) {
+    copy.made = std::async(std::launch::async, [this, &caller, &options, &snapshot_id, &copy] {
+      return factory_->restore(caller.owner, copy.id, options, snapshot_id);
+    });
+  }
+  std::vector<std::shared_ptr<Session>> made;
+  std::optional<std::string> first_error;
+  for (auto& copy : copies) {
+    try {
+      auto session = copy.made.get();
+      session->setResourceEvents(resource_events_);
+      copy.promise.set_value(session);
+      made.push_back(std::move(session));
+    } catch (const std::exception& e) {
+      copy.promise.set_exception(std::current_exception());
+      std::lock_guard lock(mutex_);
+      sessions_.erase(copy.entry_key);
+      if (!first_error) first_error = e.what();
+    }
+  }
+  if (made.empty()) throw SandboxError("fork_session made no copy: " + first_error.value_or("?"));
+  if (first_error)
+    log()->warn("fork_session: {} of {} copies failed: {}", copies.size() - made.size(),
+                copies.size(), *first_error);
+  if (refusal)
+    log()->info("fork_session: {} of {} copies made: {}", made.size(), count, refusal->what());
+  return made;
 }
 
 std::string SessionRegistry::goneMessage(const std::string& key, const std::string& id) const {
@@ -301,6 +469,7 @@ void SessionRegistry::closeOwner(const std::string& owner) {
     lost_.eraseWithPrefix(prefix);
     ended_.eraseWithPrefix(prefix);
   }
+  if (auto* catalog = existingCatalog()) catalog->removeOwner(owner);
   const auto count = doomed.size();
   destroyConcurrently(std::move(doomed));
   if (count > 0) log()->info("closed {} session(s) of a disconnected client", count);
@@ -373,6 +542,7 @@ void SessionRegistry::reapLoop() {
     auto idle = takeIdle();
     auto pausable = takePausable();
     lock.unlock();
+    if (auto* catalog = existingCatalog()) (void)catalog->expire();
     for (const auto& session : idle) {
       log()->info("session {} expired after {} s idle (sessions.idle_timeout_s)", session->id(),
                   config_.sessions.idle_timeout_s);

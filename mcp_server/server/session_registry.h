@@ -23,6 +23,7 @@
 #include "server/resource_events.h"
 #include "server/session.h"
 #include "server/session_factory.h"
+#include "server/snapshot_catalog.h"
 
 namespace server {
 
@@ -73,6 +74,24 @@ class SessionRegistry {
   // acquire() of the id reports `reason` (default: the sandbox's stop reason) as lost_reason.
   void forget(const std::shared_ptr<Session>& session, std::string reason = {});
 
+  // snapshot_session: checkpoints the owner's session (it runs on) into a snapshot named `name`
+  // (replacing one of that name). Throws SandboxError: no such session, no snapshots here, the
+  // owner's snapshot quota, busy.
+  NamedSnapshot snapshot(const Caller& caller, const std::string& session_id,
+                         const std::string& name);
+  // fork_session: `count` new sessions of the caller that carry on from its session
+  // `from_session` (checkpointed now) or its snapshot `from_snapshot` (exactly one is non-empty),
+  // made side by side. Each counts against the session limits; a copy that cannot be made is
+  // left out and the first such error is thrown when none could be.
+  std::vector<std::shared_ptr<Session>> fork(const Caller& caller, const std::string& from_session,
+                                             const std::string& from_snapshot, std::size_t count);
+  // restore_session: the session goes back to its snapshot `name` (which stays).
+  void rollBack(const Caller& caller, const std::string& session_id, const std::string& name);
+  // The named snapshots; null when there are none on this server (no checkpoints here).
+  [[nodiscard]] SnapshotCatalog* snapshots();
+  // The catalog when one was made already (never makes one: no engine request).
+  [[nodiscard]] SnapshotCatalog* existingCatalog();
+
   [[nodiscard]] std::size_t size();
   // Lets every session's MCP sidecar count what it decided since the last call (the metrics).
   void refreshSidecarCounts();
@@ -113,6 +132,9 @@ class SessionRegistry {
   std::vector<std::shared_ptr<Session>> takeIdle();
   // Running sessions idle past sessions.pause_after_idle_s and not in use; mutex_ held.
   std::vector<std::shared_ptr<Session>> takePausable();
+  // Reserves a slot for a new session `session_id` of `caller` under the session limits (throws
+  // a "busy:" SandboxError); mutex_ held.
+  void reserve(const Caller& caller, const std::string& entry_key, Pending pending);
 
   const config::ServerConfig& config_;
   const std::unique_ptr<SessionFactory> factory_;
@@ -128,6 +150,9 @@ class SessionRegistry {
   LostSessions ended_;  // ended (cleanup_session, idle expiry): a call under the id is told why
   ExecutionSlots slots_;
   ClientQuota client_executions_;  // per quota key
+  std::mutex catalog_mutex_;
+  bool catalog_tried_ = false;
+  std::unique_ptr<SnapshotCatalog> catalog_;  // after factory_: goes first, the store after it
   std::thread reaper_;
 };
 

@@ -15,6 +15,9 @@ namespace tools {
 [[nodiscard]] Tool makeGetSessionStatsTool();
 [[nodiscard]] Tool makeCleanupSessionTool();
 [[nodiscard]] Tool makeListSessionsTool();
+[[nodiscard]] Tool makeSnapshotSessionTool();
+[[nodiscard]] Tool makeForkSessionTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeRestoreSessionTool();
 
 void registerBuiltinTools(ToolRegistry& registry, const config::ServerConfig& config);
 

@@ -32,6 +32,15 @@ Tool makeGetSessionStatsTool() {
             "(sessions.pause_after_idle_s); the next call resumes it where it was"}}},
          {"snapshot_bytes",
           {{"type", "integer"}, {"description", "bytes the paused state holds on disk"}}},
+         {"snapshots",
+          {{"type", "array"},
+           {"description", "this session's named snapshots (snapshot_session)"},
+           {"items",
+            {{"type", "object"},
+             {"properties",
+              {{"snapshot", {{"type", "string"}}},
+               {"bytes", {{"type", "integer"}}},
+               {"created_at", {{"type", "number"}}}}}}}}},
          {"container_id", {{"type", "string"}}},
          {"image", {{"type", "string"}}},
          {"runtime", {{"type", "string"}}},
@@ -69,6 +78,14 @@ Tool makeGetSessionStatsTool() {
                           {"runtime", box.runtime()},
                           {"warm_start", session->warmStart()},
                           {"mcp_allowlist", session->options().mcp_allowlist}};
+        json snapshots = json::array();
+        if (auto* catalog = ctx.sessions.existingCatalog()) {
+          for (const auto& s : catalog->ofSession(ctx.caller.owner, session->id())) {
+            snapshots.push_back(
+                {{"snapshot", s.name}, {"bytes", s.bytes}, {"created_at", s.created_at_unix}});
+          }
+        }
+        out.structured["snapshots"] = snapshots;
         if (auto* gateway = session->mcpGateway()) out.structured["mcp"] = gateway->stats();
         char text[256];
         std::snprintf(

@@ -11,6 +11,9 @@ void registerBuiltinTools(ToolRegistry& registry, const config::ServerConfig& co
   registry.add(makeGetSessionStatsTool());
   registry.add(makeCleanupSessionTool());
   registry.add(makeListSessionsTool());
+  registry.add(makeSnapshotSessionTool());
+  registry.add(makeForkSessionTool(config));
+  registry.add(makeRestoreSessionTool());
 }
 
 }  // namespace tools

@@ -207,4 +207,5 @@ export async function waitFor(predicate, timeoutMs = 10000, what = 'condition') 
 export const EXPECTED_TOOLS = [
   'run_code', 'run_shell', 'upload_file', 'download_file', 'list_files',
   'get_session_stats', 'cleanup_session', 'list_sessions',
+  'snapshot_session', 'fork_session', 'restore_session',
 ];

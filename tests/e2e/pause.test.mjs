@@ -141,3 +141,71 @@ test('a snapshot tampered with on disk is refused: the call says state_lost and 
     await client.close();
   }
 });
+
+test('a fork carries its parent\'s state and diverges; restore_session rolls back to a snapshot', async () => {
+  const instanceId = `e2e-fork-${Math.random().toString(16).slice(2, 10)}`;
+  const { client, instanceDir } = await startPausing(instanceId);
+  try {
+    const first = await call(client, 'run_code', {
+      code: [
+        'import subprocess, random',
+        'x = 1',
+        'open("data.txt", "w").write("parent data")',
+        'worker = subprocess.Popen(["sleep", "600"])',
+        'x',
+      ].join('\n'),
+    });
+    const parent = first.structuredContent.session_id;
+
+    const forked = await call(client, 'fork_session', { session_id: parent, count: 2 });
+    assert.equal(forked.isError, false, JSON.stringify(forked));
+    const ids = forked.structuredContent.sessions.map((s) => s.session_id);
+    assert.equal(ids.length, 2);
+    assert.equal(new Set([parent, ...ids]).size, 3, 'each copy has its own handle');
+
+    const [a, b] = ids;
+    const inA = await call(client, 'run_code', {
+      session_id: a, code: 'x += 10\n(x, open("data.txt").read(), worker.poll() is None, random.random())',
+    });
+    const inB = await call(client, 'run_code', {
+      session_id: b, code: 'x += 100\n(x, open("data.txt").read(), worker.poll() is None, random.random())',
+    });
+    assert.match(inA.structuredContent.result, /^\(11, 'parent data', True, /, inA.structuredContent.result);
+    assert.match(inB.structuredContent.result, /^\(101, 'parent data', True, /, inB.structuredContent.result);
+    assert.notEqual(inA.structuredContent.result.split(', ')[3], inB.structuredContent.result.split(', ')[3],
+      'forks draw different random numbers (their generators are seeded anew)');
+    const inParent = await call(client, 'run_code', { session_id: parent, code: 'x' });
+    assert.equal(inParent.structuredContent.result, '1', 'the parent is untouched by its forks');
+
+    // A snapshot, a change, and back.
+    const snap = await call(client, 'snapshot_session', { session_id: parent, name: 'before' });
+    assert.equal(snap.isError, false, JSON.stringify(snap));
+    assert.ok(snap.structuredContent.bytes > 1_000_000);
+    await call(client, 'run_code', { session_id: parent, code: 'x = 2\nopen("data.txt", "w").write("changed")' });
+    const stats = await call(client, 'get_session_stats', { session_id: parent });
+    assert.deepEqual(stats.structuredContent.snapshots.map((s) => s.snapshot), ['before']);
+    const back = await call(client, 'restore_session', { session_id: parent, snapshot: 'before' });
+    assert.equal(back.isError, false, JSON.stringify(back));
+    const rolled = await call(client, 'run_code', {
+      session_id: parent, code: '(x, open("data.txt").read())',
+    });
+    assert.equal(rolled.structuredContent.result, "(1, 'parent data')");
+
+    // A fork from the snapshot, and a snapshot of another session is not this one's to restore.
+    const fromSnapshot = await call(client, 'fork_session', { snapshot: 'before' });
+    const c = fromSnapshot.structuredContent.sessions[0].session_id;
+    const inC = await call(client, 'run_code', { session_id: c, code: 'x' });
+    assert.equal(inC.structuredContent.result, '1');
+    const wrong = await call(client, 'restore_session', { session_id: a, snapshot: 'before' });
+    assert.equal(wrong.isError, true);
+    assert.match(wrong.content[0].text, /was taken of session/);
+    const unknown = await call(client, 'fork_session', { snapshot: 'nope' });
+    assert.equal(unknown.isError, true);
+    assert.match(unknown.content[0].text, /Unknown snapshot 'nope'/);
+  } finally {
+    await client.close();
+  }
+  await waitFor(async () => (await containersOfInstance(instanceId)).length === 0, 15000,
+    'no container of the instance after the server exits');
+  assert.deepEqual(snapshotDirs(instanceDir), [], 'no snapshot outlives the server');
+});

@@ -45,7 +45,8 @@ TEST_F(McpServerTest, ListsToolsWithSchemas) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"run_code", "run_shell", "upload_file",
                                              "download_file", "list_files", "get_session_stats",
-                                             "cleanup_session", "list_sessions"}));
+                                             "cleanup_session", "list_sessions", "snapshot_session",
+                                             "fork_session", "restore_session"}));
 }
 
 // Every "type" in every schema is one name (anyOf for alternatives: some clients warn on type
@@ -82,7 +83,7 @@ TEST_F(McpServerTest, SchemasUseNoTypeArraysAndMarkSessionIdAsAHeader) {
     EXPECT_EQ(session_id.value("type", ""), "string") << tool["name"];
     ++marked;
   }
-  EXPECT_EQ(marked, 7U) << "every tool that takes a session_id but list_sessions";
+  EXPECT_EQ(marked, 10U) << "every tool that takes a session_id but list_sessions";
 }
 
 TEST_F(McpServerTest, CallErrorsAreClear) {

@@ -94,7 +94,8 @@ TEST(ToolRegistry, TheBuiltinToolsAreRegisteredOnceWithValidSpecs) {
   tools::ToolRegistry registry;
   tools::registerBuiltinTools(registry, cfg);
   for (const char* name : {"run_code", "run_shell", "upload_file", "download_file", "list_files",
-                           "list_sessions", "get_session_stats", "cleanup_session"}) {
+                           "list_sessions", "get_session_stats", "cleanup_session",
+                           "snapshot_session", "fork_session", "restore_session"}) {
     const tools::Tool* tool = registry.find(name);
     ASSERT_NE(tool, nullptr) << name;
     EXPECT_EQ(tool->spec.input_schema["type"], "object") << name;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
 
 #include "common/random_id.h"
@@ -217,6 +218,10 @@ std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
   std::filesystem::create_directories(dir, ec);
   if (ec) throw SandboxError("cannot create " + dir.string() + ": " + ec.message());
   place(dir);
+  // dockerd hands the directory to containerd as a tar in its content store, addressed by its
+  // hash: two restores of one snapshot at once collide there ("already exists"). A file naming
+  // the container makes each upload its own; runsc reads only its image files.
+  std::ofstream(dir / "restored-into") << record.id << '\n';
   const auto t2 = Clock::now();
   try {
     engine_->request(Method::kPost,

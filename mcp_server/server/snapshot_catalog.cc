@@ -1,0 +1,136 @@
+#include "server/snapshot_catalog.h"
+
+#include <algorithm>
+
+#include "server/sessions_log.h"
+
+namespace server {
+namespace {
+
+double nowUnix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
+
+}  // namespace
+
+SnapshotCatalog::SnapshotCatalog(sandbox::SnapshotStore& store, SnapshotLimits limits)
+    : store_(store), limits_(limits) {}
+
+SnapshotCatalog::~SnapshotCatalog() {
+  for (const auto& [owner, snapshots] : by_owner_) {
+    for (const auto& snapshot : snapshots) store_.remove(snapshot.id);
+  }
+}
+
+std::uint64_t SnapshotCatalog::bytesOf(const std::string& owner) const {
+  const auto it = by_owner_.find(owner);
+  if (it == by_owner_.end()) return 0;
+  std::uint64_t total = 0;
+  for (const auto& snapshot : it->second) total += snapshot.bytes;
+  return total;
+}
+
+void SnapshotCatalog::requireRoom(const std::string& owner) const {
+  std::lock_guard lock(mutex_);
+  const auto it = by_owner_.find(owner);
+  const std::size_t count = it == by_owner_.end() ? 0 : it->second.size();
+  if (count >= limits_.max_count) {
+    throw sandbox::SandboxError(
+        "busy: this client holds " + std::to_string(count) +
+        " snapshots, its limit (sessions.max_snapshots_per_client). Reuse a name (the snapshot "
+        "is replaced), or end the sessions you no longer need (their snapshots stay until "
+        "the client disconnects).");
+  }
+  if (bytesOf(owner) >= limits_.max_bytes) {
+    throw sandbox::SandboxError("busy: this client's snapshots hold " + mib(bytesOf(owner)) +
+                                ", its limit (sessions.max_snapshot_mib_per_client). Reuse a name "
+                                "to replace a snapshot.");
+  }
+}
+
+NamedSnapshot SnapshotCatalog::add(const std::string& owner, NamedSnapshot snapshot) {
+  snapshot.created_at_unix = nowUnix();
+  std::optional<std::string> replaced;
+  {
+    std::lock_guard lock(mutex_);
+    auto& list = by_owner_[owner];
+    const auto same = std::find_if(list.begin(), list.end(),
+                                   [&](const auto& s) { return s.name == snapshot.name; });
+    const std::uint64_t others = bytesOf(owner) - (same == list.end() ? 0 : same->bytes);
+    if (others + snapshot.bytes > limits_.max_bytes) {
+      store_.remove(snapshot.id);
+      throw sandbox::SandboxError("busy: this snapshot (" + mib(snapshot.bytes) +
+                                  ") would take this client's snapshots past " +
+                                  mib(limits_.max_bytes) +
+                                  " (sessions.max_snapshot_mib_per_client); it was not kept");
+    }
+    if (same != list.end()) {
+      replaced = same->id;
+      list.erase(same);
+    }
+    list.push_back(snapshot);
+  }
+  if (replaced) store_.remove(*replaced);
+  return snapshot;
+}
+
+std::optional<NamedSnapshot> SnapshotCatalog::find(const std::string& owner,
+                                                   const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto it = by_owner_.find(owner);
+  if (it == by_owner_.end()) return std::nullopt;
+  for (const auto& snapshot : it->second) {
+    if (snapshot.name == name) return snapshot;
+  }
+  return std::nullopt;
+}
+
+std::vector<NamedSnapshot> SnapshotCatalog::list(const std::string& owner) const {
+  std::lock_guard lock(mutex_);
+  const auto it = by_owner_.find(owner);
+  return it == by_owner_.end() ? std::vector<NamedSnapshot>{} : it->second;
+}
+
+std::vector<NamedSnapshot> SnapshotCatalog::ofSession(const std::string& owner,
+                                                      const std::string& session_id) const {
+  auto all = list(owner);
+  std::erase_if(all, [&](const auto& s) { return s.session_id != session_id; });
+  return all;
+}
+
+void SnapshotCatalog::removeOwner(const std::string& owner) {
+  std::vector<NamedSnapshot> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = by_owner_.find(owner);
+    if (it == by_owner_.end()) return;
+    doomed = std::move(it->second);
+    by_owner_.erase(it);
+  }
+  for (const auto& snapshot : doomed) store_.remove(snapshot.id);
+}
+
+int SnapshotCatalog::expire() {
+  const double oldest = nowUnix() - static_cast<double>(limits_.ttl.count());
+  std::vector<std::string> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [owner, list] : by_owner_) {
+      std::erase_if(list, [&](const auto& s) {
+        if (s.created_at_unix >= oldest) return false;
+        doomed.push_back(s.id);
+        return true;
+      });
+    }
+    std::erase_if(by_owner_, [](const auto& entry) { return entry.second.empty(); });
+  }
+  for (const auto& id : doomed) store_.remove(id);
+  if (!doomed.empty()) {
+    log()->info("removed {} snapshot(s) past sessions.snapshot_ttl_s", doomed.size());
+  }
+  return static_cast<int>(doomed.size());
+}
+
+}  // namespace server

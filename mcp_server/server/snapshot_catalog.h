@@ -1,0 +1,70 @@
+// The named snapshots of sessions (snapshot_session), by owner: what fork_session and
+// restore_session start from. Their files are in the SnapshotStore; this keeps what a restore
+// needs besides them (the session's options), bounds what each owner holds (count and bytes), and
+// removes them with their owner (its connection closed), past their time to live, and with the
+// server. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/snapshot_store.h"
+#include "server/session.h"
+
+namespace server {
+
+struct NamedSnapshot {
+  std::string id;    // the store's (32 hex digits)
+  std::string name;  // the owner's name for it; unique per owner
+  std::string session_id;
+  SessionOptions options;  // the session's, for forks
+  std::uint64_t bytes = 0;
+  double created_at_unix = 0;
+};
+
+struct SnapshotLimits {
+  std::size_t max_count = 8;
+  std::uint64_t max_bytes = std::uint64_t{4096} * 1024 * 1024;
+  std::chrono::seconds ttl{86400};
+};
+
+class SnapshotCatalog {
+ public:
+  SnapshotCatalog(sandbox::SnapshotStore& store, SnapshotLimits limits);
+  ~SnapshotCatalog();  // removes every snapshot it holds
+  SnapshotCatalog(const SnapshotCatalog&) = delete;
+  SnapshotCatalog& operator=(const SnapshotCatalog&) = delete;
+
+  // Throws a "busy:" SandboxError when `owner` already holds max_count snapshots (or its bytes
+  // reach max_bytes): checked before a checkpoint is taken.
+  void requireRoom(const std::string& owner) const;
+  // Records a sealed snapshot. A snapshot of the same name is replaced (its files removed). Throws
+  // a "busy:" SandboxError, and removes the new snapshot's files, when it would take the owner
+  // past max_bytes.
+  NamedSnapshot add(const std::string& owner, NamedSnapshot snapshot);
+  // By name; nullopt when the owner has none of that name.
+  [[nodiscard]] std::optional<NamedSnapshot> find(const std::string& owner,
+                                                  const std::string& name) const;
+  [[nodiscard]] std::vector<NamedSnapshot> list(const std::string& owner) const;
+  // Of one session only, oldest first.
+  [[nodiscard]] std::vector<NamedSnapshot> ofSession(const std::string& owner,
+                                                     const std::string& session_id) const;
+  void removeOwner(const std::string& owner);
+  // Removes snapshots older than the time to live; returns how many.
+  int expire();
+
+ private:
+  [[nodiscard]] std::uint64_t bytesOf(const std::string& owner) const;  // mutex_ held
+
+  sandbox::SnapshotStore& store_;
+  const SnapshotLimits limits_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::vector<NamedSnapshot>> by_owner_;  // oldest first
+};
+
+}  // namespace server
