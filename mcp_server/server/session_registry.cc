@@ -224,7 +224,7 @@ NamedSnapshot SessionRegistry::snapshot(const Caller& caller, const std::string&
                                         const std::string& name) {
   auto& catalog = requireCatalog(snapshots());
   auto session = find(caller.owner, session_id);
-  catalog.requireRoom(caller.owner);
+  catalog.requireRoom(caller.owner, name);
   SessionUse use(session);
   const auto record = session->snapshot(name);
   NamedSnapshot named;

@@ -32,9 +32,13 @@ std::uint64_t SnapshotCatalog::bytesOf(const std::string& owner) const {
   return total;
 }
 
-void SnapshotCatalog::requireRoom(const std::string& owner) const {
+void SnapshotCatalog::requireRoom(const std::string& owner, const std::string& name) const {
   std::lock_guard lock(mutex_);
   const auto it = by_owner_.find(owner);
+  if (it != by_owner_.end() && std::any_of(it->second.begin(), it->second.end(),
+                                           [&](const auto& s) { return s.name == name; })) {
+    return;  // replaces: add() checks the bytes it ends with
+  }
   const std::size_t count = it == by_owner_.end() ? 0 : it->second.size();
   if (count >= limits_.max_count) {
     throw sandbox::SandboxError(

@@ -41,8 +41,9 @@ class SnapshotCatalog {
   SnapshotCatalog& operator=(const SnapshotCatalog&) = delete;
 
   // Throws a "busy:" SandboxError when `owner` already holds max_count snapshots (or its bytes
-  // reach max_bytes): checked before a checkpoint is taken.
-  void requireRoom(const std::string& owner) const;
+  // reach max_bytes) and none named `name` (which a new one would replace): checked before a
+  // checkpoint is taken.
+  void requireRoom(const std::string& owner, const std::string& name) const;
   // Records a sealed snapshot. A snapshot of the same name is replaced (its files removed). Throws
   // a "busy:" SandboxError, and removes the new snapshot's files, when it would take the owner
   // past max_bytes.
