@@ -11,7 +11,8 @@ import {
   SERVER_BIN, connectHttp, dockerGet, startHttpServer, stopServer, waitFor,
 } from '../tests/e2e/harness.mjs';
 import {
-  SCALE, callOk, docker, finishBenchmark, fmt, machineInfo, managedContainersOf, summarize, timed,
+  SCALE, callOk, docker, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf, summarize,
+  timed,
 } from './lib.mjs';
 
 const IMAGE = process.env.SANDBOX_IMAGE_TAG || 'sandbox-mcp/python:latest';
@@ -80,6 +81,22 @@ async function oneCycle(server, client) {
     record('restore_start_ms', start);
     record('restore_channel_ms', channel);
   }
+  // Forks of the running session: to the first result in the new sandbox, one and four at once.
+  const one = await timed(async () => {
+    const forked = await callOk(client, 'fork_session', { session_id: sid });
+    return callOk(client, 'run_code', { code: NEXT_CELL, session_id: forked.sessions[0].session_id });
+  });
+  if (one.value.result !== 'True') throw new Error(`fork: ${JSON.stringify(one.value).slice(0, 300)}`);
+  record('fork_1', one.ms);
+  const four = await timed(async () => {
+    const forked = await callOk(client, 'fork_session', { session_id: sid, count: 4 });
+    if (forked.sessions.length !== 4) throw new Error(`4 forks made ${forked.sessions.length}`);
+    return Promise.all(forked.sessions.map((s) => callOk(client, 'run_code', { code: NEXT_CELL, session_id: s.session_id })));
+  });
+  record('fork_4', four.ms);
+  for (const s of (await callOk(client, 'list_sessions', {})).sessions) {
+    if (s.session_id !== sid) await callOk(client, 'cleanup_session', { session_id: s.session_id });
+  }
   await callOk(client, 'cleanup_session', { session_id: sid });
 }
 
@@ -115,6 +132,10 @@ function report(info) {
     md.push(`| 9${'ab'[i]} | on a paused session (resume included) | ${resumed.n} | ${fmt(resumed.p50)} | ${fmt(resumed.p99)} | ` +
       `${what} | ${base.n} | ${fmt(base.p50)} | ${ratio >= 1 ? `${ratio.toFixed(1)}× slower` : `${(1 / ratio).toFixed(1)}× faster`} |`);
   });
+  md.push(`| 9c | fork_session of a running session, to the first result in the fork | ${s('fork_1').n} | ${fmt(s('fork_1').p50)} | ${fmt(s('fork_1').p99)} | ` +
+    `${rows[1][0]} | ${rows[1][1].n} | ${fmt(rows[1][1].p50)} | ${fmtRatio(rows[1][1].p50 / s('fork_1').p50)} |`);
+  md.push(`| 9d | fork_session count 4, to the first result in all four | ${s('fork_4').n} | ${fmt(s('fork_4').p50)} | ${fmt(s('fork_4').p99)} | ` +
+    `the same, four times one after another | ${rows[1][1].n} | ${fmt(4 * rows[1][1].p50)} | ${fmtRatio((4 * rows[1][1].p50) / s('fork_4').p50)} |`);
   return { md: md.join('\n') + '\n', json: { info, stats, samples: Object.fromEntries(series) } };
 }
 

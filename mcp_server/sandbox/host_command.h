@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ struct HostCommandResult {
   std::string output;  // stdout and stderr interleaved; at most kMaxOutputBytes, the tail
 };
 
-inline constexpr std::size_t kMaxHostCommandOutputBytes = 16 * 1024;
+inline constexpr std::size_t kMaxHostCommandOutputBytes = std::size_t{16} * 1024;
 
 // Runs argv[0] (an absolute path) with `argv`, a fixed PATH and nothing else of the server's
 // environment, no stdin, and no other descriptor of the server. Past `timeout` the program is

@@ -11,7 +11,9 @@ double nowUnix() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string mib(std::uint64_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
+std::string mib(std::uint64_t bytes) {
+  return std::to_string(bytes / (std::uint64_t{1024} * 1024)) + " MiB";
+}
 
 }  // namespace
 

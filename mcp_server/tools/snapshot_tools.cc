@@ -10,12 +10,13 @@
 namespace tools {
 namespace {
 
-const json kSnapshotName = {
-    {"type", "string"},
-    {"pattern", "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
-    {"description",
-     "The snapshot's name: 1-64 letters, digits, '.', '_', '-'. A client's names are its own; a "
-     "second snapshot under a name replaces the first."}};
+json snapshotNameProperty() {
+  return {{"type", "string"},
+          {"pattern", "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+          {"description",
+           "The snapshot's name: 1-64 letters, digits, '.', '_', '-'. A client's names are its "
+           "own; a second snapshot under a name replaces the first."}};
+}
 
 std::optional<std::string> checkName(const std::string& name) {
   static const std::regex kPattern("^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$");
@@ -45,7 +46,8 @@ Tool makeSnapshotSessionTool() {
       "the client disconnects.",
       {{"type", "object"},
        {"properties",
-        {{"session_id", sessionIdProperty("The session to snapshot.")}, {"name", kSnapshotName}}},
+        {{"session_id", sessionIdProperty("The session to snapshot.")},
+         {"name", snapshotNameProperty()}}},
        {"required", {"session_id", "name"}},
        {"additionalProperties", false}},
       {{"type", "object"},
