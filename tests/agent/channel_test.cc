@@ -141,6 +141,61 @@ TEST(AgentChannelSocket, FilesTravelAsDataFramesOverTheSocket) {
   EXPECT_TRUE(data->payload == bytes);
 }
 
+// Before a checkpoint: the agent answers "suspend" on the socket, closes it without stopping,
+// serves requests on stdio again, and a later "channel" moves them to a new socket.
+TEST(AgentChannelSocket, SuspendReturnsToStdioAndALaterChannelMovesOnAgain) {
+  TempDir dir;
+  AgentClient agent(dir.path());
+  {
+    FakeServerSocket server(dir.path() / "agent.sock");
+    switchToSocket(agent, server);
+    server.send({{"id", 2}, {"op", "exec"}, {"kind", "python"}, {"code", "kept = 7"}});
+    ASSERT_EQ(server.readJson()["ok"], true);
+    server.send({{"id", 3}, {"op", "suspend"}});
+    const json suspended = server.readJson();
+    EXPECT_EQ(suspended["id"], 3);
+    EXPECT_EQ(suspended["ok"], true) << suspended;
+    EXPECT_EQ(server.readFrame(2s), std::nullopt) << "the agent closes the socket";
+  }
+  EXPECT_EQ(agent.waitExit(300ms), std::nullopt) << "a suspended agent keeps running";
+  const json hello = agent.request({{"id", 4}, {"op", "hello"}});
+  EXPECT_EQ(hello["ok"], true) << "requests are served on stdio again: " << hello;
+
+  FakeServerSocket next(dir.path() / "agent2.sock");
+  const json reply =
+      agent.request({{"id", 5}, {"op", "channel"}, {"path", next.path()}, {"token", "n3w"}});
+  ASSERT_EQ(reply["ok"], true) << reply;
+  ASSERT_TRUE(next.accept());
+  EXPECT_EQ(next.readJson(), json({{"channel_token", "n3w"}}));
+  next.send({{"id", 6}, {"op", "exec"}, {"kind", "python"}, {"code", "kept * 6"}});
+  const json result = next.readJson();
+  EXPECT_EQ(result["result"], "42") << "the interpreter's state went on: " << result;
+}
+
+TEST(AgentChannelSocket, SuspendIsRefusedOnStdioAndDuringAnExecution) {
+  TempDir dir;
+  AgentClient agent(dir.path());
+  const json on_stdio = agent.request({{"id", 1}, {"op", "suspend"}});
+  EXPECT_EQ(on_stdio["ok"], false);
+  FakeServerSocket server(dir.path() / "agent.sock");
+  const json reply =
+      agent.request({{"id", 2}, {"op", "channel"}, {"path", server.path()}, {"token", "t"}});
+  ASSERT_EQ(reply["ok"], true) << reply;
+  ASSERT_TRUE(server.accept());
+  (void)server.readJson();  // the token
+  server.send({{"id", 3},
+               {"op", "exec"},
+               {"kind", "python"},
+               {"code", "import time\ntime.sleep(1)"},
+               {"timeout_ms", 10000}});
+  server.send({{"id", 4}, {"op", "suspend"}});
+  const json refused = server.readJson();
+  EXPECT_EQ(refused["id"], 4);
+  EXPECT_EQ(refused["ok"], false);
+  EXPECT_NE(refused["error"].get<std::string>().find("execution is running"), std::string::npos);
+  EXPECT_EQ(server.readJson()["id"], 3) << "the execution finishes on the socket";
+}
+
 TEST(AgentChannelSocket, TheSocketsEndStopsTheAgent) {
   TempDir dir;
   AgentClient agent(dir.path());
