@@ -109,6 +109,7 @@ bool PausableSandbox::pause() {
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock || !live_ || !live_->alive()) return false;
   const auto started = std::chrono::steady_clock::now();
+  if (pause_failed_at_ && started - *pause_failed_at_ < kPauseRetry) return false;
   try {
     auto draft = store_->begin();
     live_->checkpoint(draft.dir());
@@ -120,9 +121,12 @@ bool PausableSandbox::pause() {
     facts.runtime_version = backend_.checkpointFormat(spec_.runtime);
     snapshot_ = store_->seal(std::move(draft), std::move(facts));
   } catch (const std::exception& e) {
-    logger().info("session {}: not paused: {}", session_id_, e.what());
+    logger().info("session {}: not paused (tried again in {} s): {}", session_id_,
+                  kPauseRetry.count(), e.what());
+    pause_failed_at_ = started;
     return false;
   }
+  pause_failed_at_.reset();
   live_.reset();  // the container goes, and its memory with it
   snapshot_bytes_ = snapshot_->bytes;
   state_ = State::kPaused;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -53,8 +54,10 @@ class PausableSandbox final : public Sandbox {
   [[nodiscard]] bool pausable() const noexcept { return store_ != nullptr; }
   // Checkpoints the sandbox into the store, seals the snapshot and removes the container. False,
   // and nothing changes, when a call is running, the sandbox is not running, or the checkpoint
-  // fails (logged: e.g. code holds a connection to a host socket).
+  // fails (logged: e.g. code holds a connection to a host socket); after a failure it is not
+  // tried again for kPauseRetry (each try costs a checkpoint).
   bool pause();
+  inline static constexpr std::chrono::seconds kPauseRetry{120};
   // Restores a paused sandbox (nothing to do when it runs). Throws SandboxError when the restore
   // fails; the sandbox is lost then and its snapshot removed.
   void resume();
@@ -91,6 +94,7 @@ class PausableSandbox final : public Sandbox {
   std::optional<SnapshotRecord> snapshot_;  // the pause's, while paused
   std::optional<std::string> lost_reason_;
   std::atomic<State> state_{State::kRunning};
+  std::optional<std::chrono::steady_clock::time_point> pause_failed_at_;  // mutex_ held
   std::atomic<std::uint64_t> snapshot_bytes_{0};
 };
 

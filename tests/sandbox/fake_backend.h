@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <nlohmann/json.hpp>
-#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "../support/png_fixture.h"
@@ -159,7 +159,16 @@ class FakeSandbox : public sandbox::Sandbox {
   // Writes its files to dir/state.img (a fake of runsc's image); restore() reads them back.
   void checkpoint(const std::filesystem::path& dir) override {
     std::lock_guard lock(mutex_);
+    if (checkpoint_attempts_) ++*checkpoint_attempts_;
+    if (fail_checkpoints_ && fail_checkpoints_->load()) {
+      throw sandbox::SandboxError("a connection to a host socket is open (fake)");
+    }
     std::ofstream(dir / "state.img") << nlohmann::json(files_).dump();
+  }
+  void countCheckpoints(std::shared_ptr<std::atomic<int>> attempts,
+                        std::shared_ptr<std::atomic<bool>> fail) {
+    checkpoint_attempts_ = std::move(attempts);
+    fail_checkpoints_ = std::move(fail);
   }
   void restoreFiles(std::map<std::string, std::string> files) {
     std::lock_guard lock(mutex_);
@@ -187,6 +196,8 @@ class FakeSandbox : public sandbox::Sandbox {
   std::mutex mutex_;
   std::map<std::string, std::string> files_;
   std::map<std::string, std::int64_t> writes_;
+  std::shared_ptr<std::atomic<int>> checkpoint_attempts_;
+  std::shared_ptr<std::atomic<bool>> fail_checkpoints_;
 };
 
 class FakeBackend : public sandbox::Backend {
@@ -197,8 +208,10 @@ class FakeBackend : public sandbox::Backend {
       std::lock_guard lock(spec_mutex);
       last_spec = spec;
     }
-    return std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
-                                         sandboxes_alive, waiting_for_cancel);
+    auto sandbox = std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
+                                                 sandboxes_alive, waiting_for_cancel);
+    sandbox->countCheckpoints(checkpoint_attempts, fail_checkpoints);
+    return sandbox;
   }
   bool imageExists(const std::string& image) override { return image != "missing:latest"; }
   std::optional<sandbox::ImageFacts> inspectImage(const std::string& image) override {
@@ -222,9 +235,9 @@ class FakeBackend : public sandbox::Backend {
   std::string checkpointFormat(const std::string&) override { return checkpoint_format; }
   std::unique_ptr<sandbox::Sandbox> restore(const sandbox::SandboxSpec& spec,
                                             const PlaceCheckpoint& place) override {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("fake-restore-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(++restored));
+    const auto dir =
+        std::filesystem::temp_directory_path() /
+        ("fake-restore-" + std::to_string(::getpid()) + "-" + std::to_string(++restored));
     std::filesystem::create_directories(dir);
     struct Cleanup {
       std::filesystem::path dir;
@@ -245,6 +258,9 @@ class FakeBackend : public sandbox::Backend {
   std::atomic<int> created{0};
   std::atomic<int> restored{0};
   std::atomic<bool> checkpoints{false};  // checkpointUnsupported() says nothing stops them
+  std::shared_ptr<std::atomic<int>> checkpoint_attempts = std::make_shared<std::atomic<int>>(0);
+  // Store true to make every sandbox's checkpoint fail (as with a host socket connected).
+  std::shared_ptr<std::atomic<bool>> fail_checkpoints = std::make_shared<std::atomic<bool>>(false);
   std::string checkpoint_format = "fake 1";
   std::atomic<int> live{0};
   std::atomic<bool> fail_creates{false};

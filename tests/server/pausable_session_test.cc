@@ -126,6 +126,19 @@ TEST_F(PausableSandboxTest, AnotherRuntimeVersionIsRefused) {
   EXPECT_NE(box->stopReason().value_or("").find("fake 1"), std::string::npos);
 }
 
+TEST_F(PausableSandboxTest, AFailedPauseLeavesItRunningAndIsNotRetriedAtOnce) {
+  auto box = make(&store);
+  box->writeFile("/workspace/a.txt", "kept", 0644);
+  *backend.fail_checkpoints = true;
+  EXPECT_FALSE(box->pause());
+  EXPECT_EQ(box->state(), PausableSandbox::State::kRunning);
+  EXPECT_EQ(box->readFile("/workspace/a.txt", 100), "kept");
+  EXPECT_EQ(snapshotsIn(root / "inst"), 0U) << "the failed draft is removed";
+  *backend.fail_checkpoints = false;
+  EXPECT_FALSE(box->pause()) << "retried at once (each try costs a checkpoint)";
+  EXPECT_EQ(backend.checkpoint_attempts->load(), 1);
+}
+
 TEST_F(PausableSandboxTest, WithoutAStoreItNeverPauses) {
   auto box = make(nullptr);
   EXPECT_FALSE(box->pausable());
