@@ -246,10 +246,17 @@ class VerifiedCopy {
 }  // namespace
 
 SnapshotStore::SnapshotStore(const fs::path& root, std::string instance_id, Clock now)
-    : instance_dir_(root / checkedInstanceId(instance_id)),
+    : root_(root),
+      instance_dir_(root / checkedInstanceId(instance_id)),
       instance_id_(std::move(instance_id)),
       key_(SnapshotKey::loadOrCreate(preparedRoot(root) / ".key")),
       now_(std::move(now)) {
+  const auto lock_path = root_ / ("." + instance_id_ + ".lock");
+  instance_lock_.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!instance_lock_ || ::flock(instance_lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+    throw SandboxError("another live server holds the snapshots of instance '" + instance_id_ +
+                       "' (" + lock_path.string() + "); give each server its own instance_id");
+  }
   // Made by the first begin(): a server that never pauses a session leaves no directory.
   std::error_code ec;
   if (fs::exists(instance_dir_, ec)) ensurePrivateDirectory(instance_dir_);
@@ -258,7 +265,34 @@ SnapshotStore::SnapshotStore(const fs::path& root, std::string instance_id, Cloc
 SnapshotStore::~SnapshotStore() {
   // An instance id is often random (a stdio server per client session): its directory goes when
   // it holds nothing, so that server starts do not pile up empty directories.
-  ::rmdir(instance_dir_.c_str());
+  if (::rmdir(instance_dir_.c_str()) == 0 || errno == ENOENT) {
+    ::unlink((root_ / ("." + instance_id_ + ".lock")).c_str());
+  }
+}
+
+int SnapshotStore::removeAbandoned() {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.front() == '.' || name == instance_id_ || !entry.is_directory(ec) ||
+        entry.is_symlink(ec)) {
+      continue;
+    }
+    const auto lock_path = root_ / ("." + name + ".lock");
+    const common::UniqueFd lock(
+        ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its server lives
+    fs::remove_all(entry.path(), ec);
+    if (ec) {
+      logger().warn("could not remove the abandoned snapshots {}: {}", entry.path().string(),
+                    ec.message());
+      continue;
+    }
+    ::unlink(lock_path.c_str());
+    ++removed;
+  }
+  return removed;
 }
 
 SnapshotStore::Draft::Draft(std::string id, fs::path dir, common::UniqueFd lock) noexcept

@@ -99,12 +99,19 @@ class SnapshotStore {
   // The image bytes of `owner`'s sealed snapshots together: for quotas.
   [[nodiscard]] std::uint64_t totalBytes(const std::string& owner);
 
+  // Removes the directories of other instances that no live store holds (a server that crashed,
+  // often under a random instance id): each store holds <root>/.<instance_id>.lock (flock) for
+  // its life. Returns how many directories it removed.
+  int removeAbandoned();
+
  private:
   [[nodiscard]] std::filesystem::path dirOf(const std::string& id) const;
   [[nodiscard]] std::int64_t nowUnix() const;
 
+  std::filesystem::path root_;
   std::filesystem::path instance_dir_;
   std::string instance_id_;
+  common::UniqueFd instance_lock_;  // flock(LOCK_EX) on <root>/.<instance_id>.lock
   SnapshotKey key_;
   Clock now_;
 };

@@ -280,6 +280,10 @@ sandbox::SnapshotStore* SessionFactory::snapshotStore() {
   if (const int stale = store_->removeOlderThan(std::chrono::seconds(0)); stale > 0) {
     log()->info("removed {} snapshot(s) a previous run of this instance left", stale);
   }
+  if (const int abandoned = store_->removeAbandoned(); abandoned > 0) {
+    log()->info("removed the snapshots of {} server instance(s) that are no longer running",
+                abandoned);
+  }
   if (config_.sessions.pause_after_idle_s > 0) {
     log()->info("sessions idle for {} s are paused to {} (sessions.pause_after_idle_s)",
                 config_.sessions.pause_after_idle_s, config_.sessions.snapshot_dir);

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -322,18 +323,25 @@ TEST(SnapshotStore, BadIdsNeverReachTheFilesystem) {
 TEST(SnapshotStore, TheKeyIsCreatedPrivateAndShared) {
   const TempDir temp;
   const fs::path root = temp / "var" / "snapshots";
-  SnapshotStore first(root, "inst-1");
+  std::optional<SnapshotStore> first(std::in_place, root, "inst-1");
   const fs::path key = root / ".key";
   EXPECT_EQ(fs::status(root).permissions(), fs::perms::owner_all);
   EXPECT_EQ(fs::status(key).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(fs::file_size(key), 32U);
   const std::string bytes = readFile(key);
-
-  SnapshotStore second(root, "inst-1");  // another server (or a restart) reads the same key
+  const auto sealed = sealSample(*first);
+  {
+    SnapshotStore other(root, "inst-2");  // another server reads the same key
+    EXPECT_EQ(readFile(key), bytes);
+  }
+  first.reset();  // a restart of the same instance reads it too
+  first.emplace(root, "inst-1");
   EXPECT_EQ(readFile(key), bytes);
-  const auto sealed = sealSample(first);
-  EXPECT_EQ(second.copyVerified(sealed.id, temp / "restore").id, sealed.id);
-  EXPECT_EQ(std::distance(fs::directory_iterator(root), fs::directory_iterator()), 2);  // no temp
+  EXPECT_EQ(first->copyVerified(sealed.id, temp / "restore").id, sealed.id);
+  for (const auto& entry : fs::directory_iterator(root)) {
+    EXPECT_EQ(entry.path().filename().string().find(".key."), std::string::npos)
+        << "a temporary key file stayed: " << entry.path();
+  }
 }
 
 // Servers starting at once on a fresh root: one key wins, and every store reads that one.
@@ -343,16 +351,25 @@ TEST(SnapshotStore, StoresStartingAtOnceAgreeOnOneKey) {
   std::vector<std::unique_ptr<SnapshotStore>> stores(4);
   std::vector<std::thread> threads;
   threads.reserve(stores.size());
-  for (auto& store : stores) {
-    threads.emplace_back([&store, &root] { store = std::make_unique<SnapshotStore>(root, "i"); });
+  for (std::size_t i = 0; i < stores.size(); ++i) {
+    threads.emplace_back([&stores, &root, i] {
+      stores[i] = std::make_unique<SnapshotStore>(root, "i" + std::to_string(i));
+    });
   }
   for (auto& thread : threads) thread.join();
-  const auto sealed = sealSample(*stores[0]);
-  for (std::size_t i = 0; i < stores.size(); ++i) {
-    EXPECT_EQ(stores[i]->copyVerified(sealed.id, temp / ("restore-" + std::to_string(i))).id,
-              sealed.id);
+  std::vector<std::string> sealed;
+  for (auto& store : stores) sealed.push_back(sealSample(*store).id);
+  stores.clear();
+  // A store made afterwards (with the key on disk) verifies what each of them sealed.
+  for (std::size_t i = 0; i < sealed.size(); ++i) {
+    SnapshotStore again(root, "i" + std::to_string(i));
+    EXPECT_EQ(again.copyVerified(sealed[i], temp / ("restore-" + std::to_string(i))).id, sealed[i]);
   }
-  EXPECT_EQ(std::distance(fs::directory_iterator(root), fs::directory_iterator()), 2);
+  std::size_t keys = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    keys += entry.path().filename().string().rfind(".key", 0) == 0;
+  }
+  EXPECT_EQ(keys, 1U) << "one key, and no temporary key file left";
 }
 
 TEST(SnapshotStore, RefusesAKeyOthersCouldReadOrForge) {
@@ -534,6 +551,25 @@ TEST(SnapshotStore, LeavesNoInstanceDirectoryWhenItHoldsNothing) {
   }
   EXPECT_FALSE(fs::exists(temp / "snapshots" / "paused-once"))
       << "an empty instance directory stayed";
+}
+
+TEST(SnapshotStore, AbandonedInstancesAreRemovedAndLiveOnesKept) {
+  const TempDir temp;
+  SnapshotStore live(temp / "snapshots", "live");
+  (void)sealSample(live);
+  {
+    SnapshotStore crashed(temp / "snapshots", "crashed");
+    (void)sealSample(crashed);  // its snapshot stays: as after a crash, nobody removes it
+  }
+  EXPECT_TRUE(fs::exists(temp / "snapshots" / "crashed"));
+  EXPECT_THROW(SnapshotStore(temp / "snapshots", "live"), SandboxError)
+      << "a second store of a live instance";
+
+  SnapshotStore sweeper(temp / "snapshots", "sweeper");
+  EXPECT_EQ(sweeper.removeAbandoned(), 1);
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / "crashed"));
+  EXPECT_TRUE(fs::exists(temp / "snapshots" / "live"));
+  EXPECT_EQ(live.list().size(), 1U);
 }
 
 }  // namespace
