@@ -111,14 +111,9 @@ bool PausableSandbox::pause() {
   const auto started = std::chrono::steady_clock::now();
   if (pause_failed_at_ && started - *pause_failed_at_ < kPauseRetry) return false;
   try {
+    auto facts = factsFor("pause");
     auto draft = store_->begin();
     live_->checkpoint(draft.dir());
-    SnapshotFacts facts;
-    facts.owner = owner_;
-    facts.session_id = session_id_;
-    facts.name = "pause";
-    facts.image = spec_.image;
-    facts.runtime_version = backend_.checkpointFormat(spec_.runtime);
     snapshot_ = store_->seal(std::move(draft), std::move(facts));
   } catch (const std::exception& e) {
     logger().info("session {}: not paused (tried again in {} s): {}", session_id_,
@@ -135,31 +130,49 @@ bool PausableSandbox::pause() {
   return true;
 }
 
-std::unique_ptr<Sandbox> PausableSandbox::restoreFrom(const SnapshotRecord& record) {
+std::optional<std::string> PausableSandbox::unusable(const SnapshotRecord& record) {
   const auto format = backend_.checkpointFormat(spec_.runtime);
-  if (format != record.facts.runtime_version) {
-    throw SandboxError("it was saved by " + record.facts.runtime_version + " and this engine has " +
-                       (format.empty() ? "no checkpoints" : format));
+  if (format.empty() || format != record.facts.runtime_version) {
+    return "it was saved by " + record.facts.runtime_version + " and this engine has " +
+           (format.empty() ? "no checkpoints" : format);
   }
-  if (record.facts.owner != owner_) {
-    throw SandboxError("snapshot " + record.id + " belongs to another client");
-  }
+  if (record.facts.owner != owner_) return "snapshot " + record.id + " belongs to another client";
+  return std::nullopt;
+}
+
+std::unique_ptr<Sandbox> PausableSandbox::restoreFrom(const SnapshotRecord& record) {
+  if (auto why = unusable(record)) throw SnapshotTamperedError(*why);
+  // Exactly the image that ran (its id), not whatever its tag names now.
+  SandboxSpec spec = spec_;
+  if (!record.facts.image.empty()) spec.image = record.facts.image;
   const std::string id = record.id;
   return backend_.restore(
-      spec_, [this, &id](const std::filesystem::path& dir) { store_->copyVerified(id, dir); });
+      spec, [this, &id](const std::filesystem::path& dir) { store_->copyVerified(id, dir); });
+}
+
+SnapshotFacts PausableSandbox::factsFor(const std::string& name) {
+  SnapshotFacts facts;
+  facts.owner = owner_;
+  facts.session_id = session_id_;
+  facts.name = name;
+  const auto image = backend_.inspectImage(spec_.image);
+  if (!image || image->id.empty()) {
+    throw SandboxError("the image " + spec_.image + " is no longer on the engine");
+  }
+  facts.image = image->id;
+  facts.runtime_version = backend_.checkpointFormat(spec_.runtime);
+  if (facts.runtime_version.empty()) {
+    throw SandboxError("the engine does not say which runsc it runs (runsc --version failed)");
+  }
+  return facts;
 }
 
 SnapshotRecord PausableSandbox::snapshot(const std::string& name) {
   if (store_ == nullptr) throw SandboxError("snapshots are not available on this server");
   return withLive([&](Sandbox& live) {
+    auto facts = factsFor(name);
     auto draft = store_->begin();
     live.checkpoint(draft.dir());
-    SnapshotFacts facts;
-    facts.owner = owner_;
-    facts.session_id = session_id_;
-    facts.name = name;
-    facts.image = spec_.image;
-    facts.runtime_version = backend_.checkpointFormat(spec_.runtime);
     return store_->seal(std::move(draft), std::move(facts));
   });
 }
@@ -181,13 +194,19 @@ void PausableSandbox::rollBack(const std::string& snapshot_id) {
 
 void PausableSandbox::resume() {
   std::unique_lock lock(mutex_);
-  if (live_ || lost_reason_ || !snapshot_) return;
+  if (lost_reason_) throw SandboxError(*lost_reason_);
+  if (live_ || !snapshot_) return;
   const auto started = std::chrono::steady_clock::now();
   try {
     live_ = restoreFrom(*snapshot_);
-  } catch (const std::exception& e) {
+  } catch (const SnapshotTamperedError& e) {
+    // The state can never come back: say so once, and let the id start fresh.
     lose(std::string("restoring its paused sandbox failed: ") + e.what());
     throw SandboxError(*lost_reason_);
+  } catch (const std::exception& e) {
+    // The engine failed (restarting, out of memory, ...): the state is kept for the next try.
+    throw SandboxError(std::string("resuming the paused session failed: ") + e.what() +
+                       ". Its state is kept on disk; retry the call in a moment");
   }
   store_->remove(snapshot_->id);
   snapshot_.reset();

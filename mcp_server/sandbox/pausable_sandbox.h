@@ -59,7 +59,8 @@ class PausableSandbox final : public Sandbox {
   bool pause();
   inline static constexpr std::chrono::seconds kPauseRetry{120};
   // Restores a paused sandbox (nothing to do when it runs). Throws SandboxError when the restore
-  // fails; the sandbox is lost then and its snapshot removed.
+  // fails: when the snapshot can never be restored (tampered with, another runsc) the sandbox is
+  // lost (state() kLost, its snapshot removed); when the engine failed it stays paused for a retry.
   void resume();
 
   // Replaces the sandbox with one restored from the store's snapshot `snapshot_id` (which stays):
@@ -78,9 +79,14 @@ class PausableSandbox final : public Sandbox {
   template <typename Call>
   auto withLive(Call&& call);
   void lose(std::string reason);  // unique lock held
-  // A sandbox restored from the store's `snapshot_id`, after checking it was made by this
-  // runtime's checkpoint format. Throws SandboxError.
+  // Why `record` can never be restored here (another runsc, another client); nullopt: it can.
+  std::optional<std::string> unusable(const SnapshotRecord& record);
+  // A sandbox restored from `record` onto the image it ran (by id). Throws SnapshotTamperedError
+  // when it can never be (unusable(), a file that fails its check), SandboxError otherwise.
   std::unique_ptr<Sandbox> restoreFrom(const SnapshotRecord& record);
+  // The manifest's facts for a snapshot named `name`: the image's id, the runsc version. Throws
+  // SandboxError when either is unknown (nothing could restore it).
+  SnapshotFacts factsFor(const std::string& name);
 
   Backend& backend_;
   const SandboxSpec spec_;

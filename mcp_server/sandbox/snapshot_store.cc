@@ -245,17 +245,55 @@ class VerifiedCopy {
 
 }  // namespace
 
+namespace {
+
+// flock(LOCK_EX | LOCK_NB) on the lock file at `path` (made when `create`); an invalid fd when
+// another process holds it or it is missing.
+common::UniqueFd lockInstance(const fs::path& path, bool create = true) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    common::UniqueFd fd(
+        ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0), 0600));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return {};
+    // A file unlinked (by a store ending, or a sweep) between open and flock locks nothing that
+    // others see: lock the file at the path, or try again.
+    struct stat held {};
+    struct stat named {};
+    if (::fstat(fd.get(), &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+      return fd;
+    }
+    if (!create) return {};
+  }
+  return {};
+}
+
+// Whether `dir` holds nothing but snapshot directories (32 hex digits): a store's instance
+// directory, not something else under a misconfigured snapshot_dir.
+bool holdsOnlySnapshots(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool snapshot_like = name.size() == SnapshotStore::kIdHexChars &&
+                               name.find_first_not_of("0123456789abcdef") == std::string::npos &&
+                               entry.is_directory(ec) && !entry.is_symlink(ec);
+    if (!snapshot_like) return false;
+  }
+  return !ec;
+}
+
+}  // namespace
+
 SnapshotStore::SnapshotStore(const fs::path& root, std::string instance_id, Clock now)
     : root_(root),
       instance_dir_(root / checkedInstanceId(instance_id)),
       instance_id_(std::move(instance_id)),
       key_(SnapshotKey::loadOrCreate(preparedRoot(root) / ".key")),
       now_(std::move(now)) {
-  const auto lock_path = root_ / ("." + instance_id_ + ".lock");
-  instance_lock_.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!instance_lock_ || ::flock(instance_lock_.get(), LOCK_EX | LOCK_NB) != 0) {
+  instance_lock_ = lockInstance(root_ / ("." + instance_id_ + ".lock"));
+  if (!instance_lock_) {
     throw SandboxError("another live server holds the snapshots of instance '" + instance_id_ +
-                       "' (" + lock_path.string() + "); give each server its own instance_id");
+                       "' (" + root_.string() + "/." + instance_id_ +
+                       ".lock); give each server its own instance_id");
   }
   // Made by the first begin(): a server that never pauses a session leaves no directory.
   std::error_code ec;
@@ -276,13 +314,13 @@ int SnapshotStore::removeAbandoned() {
   for (const auto& entry : fs::directory_iterator(root_, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.front() == '.' || name == instance_id_ || !entry.is_directory(ec) ||
-        entry.is_symlink(ec)) {
-      continue;
+        entry.is_symlink(ec) || !holdsOnlySnapshots(entry.path())) {
+      continue;  // not a store's instance directory: never touched
     }
+    // Only an instance whose server made a lock file, and does not hold it now (it ended).
     const auto lock_path = root_ / ("." + name + ".lock");
-    const common::UniqueFd lock(
-        ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its server lives
+    const auto lock = lockInstance(lock_path, /*create=*/false);
+    if (!lock) continue;
     fs::remove_all(entry.path(), ec);
     if (ec) {
       logger().warn("could not remove the abandoned snapshots {}: {}", entry.path().string(),

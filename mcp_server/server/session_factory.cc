@@ -235,10 +235,11 @@ sandbox::Limits SessionFactory::baseLimits() const {
   return limits;
 }
 
-sandbox::SandboxSpec SessionFactory::baseSpec(const SessionOptions& options, CancelToken* cancel) {
+sandbox::SandboxSpec SessionFactory::baseSpec(const SessionOptions& options, CancelToken* cancel,
+                                              const std::string& image) {
   sandbox::SandboxSpec spec;
   spec.runtime = resolveRuntime();
-  spec.image = resolveImage(options, cancel);
+  spec.image = image.empty() ? resolveImage(options, cancel) : image;
   spec.environment = options.environment;
   spec.volumes = options.volumes;
   spec.limits = baseLimits();
@@ -302,9 +303,11 @@ std::shared_ptr<Session> SessionFactory::restore(const std::string& owner, const
   if (record->facts.owner != owner) {
     throw SandboxError("snapshot " + snapshot_id + " belongs to another client");
   }
-  sandbox::SandboxSpec spec = baseSpec(options);
+  if (record->facts.image.empty()) throw SandboxError("the snapshot does not name its image");
+  // Exactly the image that ran (its id): no build, no tag that may point elsewhere now.
+  sandbox::SandboxSpec spec = baseSpec(options, nullptr, record->facts.image);
   const auto format = backend_.checkpointFormat(spec.runtime);
-  if (format != record->facts.runtime_version) {
+  if (format.empty() || format != record->facts.runtime_version) {
     throw SandboxError("the snapshot was saved by " + record->facts.runtime_version +
                        " and this engine has " + (format.empty() ? "no checkpoints" : format));
   }

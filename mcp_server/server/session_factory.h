@@ -106,8 +106,10 @@ class SessionFactory {
   void refuseToStart(const CancelToken* cancel) const;
   [[nodiscard]] sandbox::Limits baseLimits() const;
   // The spec every session with these options gets, before session-specific labels and mounts.
+  // `image` non-empty: use it as it is (a restore names the image id that ran).
   [[nodiscard]] sandbox::SandboxSpec baseSpec(const SessionOptions& options,
-                                              CancelToken* cancel = nullptr);
+                                              CancelToken* cancel = nullptr,
+                                              const std::string& image = {});
   [[nodiscard]] std::unique_ptr<McpGateway> openGateway(const std::string& id,
                                                         const SessionOptions& options);
 

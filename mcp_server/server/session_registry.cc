@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <future>
 #include <optional>
+#include <system_error>
 
 #include "common/random_id.h"
 #include "server/sessions_log.h"
@@ -113,12 +114,16 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
         continue;
       }
       if (session->paused()) {
+        // Touched first: neither the idle expiry nor the pauser takes it during the restore.
+        session->touch();
         try {
           session->resume();
         } catch (const SandboxError&) {
+          if (session->state() != "lost") throw;  // the engine failed: the state is kept
           forget(session);  // its stop reason says why the restore failed; the id starts fresh
           continue;
         }
+        session->touch();
       }
       if (options_given) {
         if (auto field = firstDifference(session->options(), options); !field.empty()) {
@@ -234,7 +239,17 @@ NamedSnapshot SessionRegistry::snapshot(const Caller& caller, const std::string&
   named.options = session->options();
   named.bytes = record.bytes;
   log()->info("session {}: snapshot '{}' taken ({} MB)", session_id, name, record.bytes / 1000000);
-  return catalog.add(caller.owner, std::move(named));
+  auto added = catalog.add(caller.owner, std::move(named));
+  bool still_held = false;
+  {
+    std::lock_guard lock(mutex_);
+    still_held = sessions_.contains(key(caller.owner, session_id));
+  }
+  if (!still_held) {  // the client went (or the session ended) while the checkpoint ran
+    catalog.remove(caller.owner, name);
+    throw SandboxError("session '" + session_id + "' ended while its snapshot was taken");
+  }
+  return added;
 }
 
 void SessionRegistry::rollBack(const Caller& caller, const std::string& session_id,
@@ -307,11 +322,17 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::fork(const Caller& caller
     }
   }
   if (copies.empty()) throw *refusal;
-  // Side by side: each restore is mostly runsc's own work.
+  // Side by side: each restore is mostly runsc's own work. A copy whose thread cannot start is
+  // made here instead.
   for (auto& copy : copies) {
-    copy.made = std::async(std::launch::async, [this, &caller, &options, &snapshot_id, &copy] {
+    auto make = [this, &caller, &options, &snapshot_id, &copy] {
       return factory_->restore(caller.owner, copy.id, options, snapshot_id);
-    });
+    };
+    try {
+      copy.made = std::async(std::launch::async, make);
+    } catch (const std::system_error&) {
+      copy.made = std::async(std::launch::deferred, make);
+    }
   }
   std::vector<std::shared_ptr<Session>> made;
   std::optional<std::string> first_error;

@@ -64,6 +64,12 @@ NamedSnapshot SnapshotCatalog::add(const std::string& owner, NamedSnapshot snaps
     auto& list = by_owner_[owner];
     const auto same = std::find_if(list.begin(), list.end(),
                                    [&](const auto& s) { return s.name == snapshot.name; });
+    if (same == list.end() && list.size() >= limits_.max_count) {
+      store_.remove(snapshot.id);
+      throw sandbox::SandboxError("busy: this client holds " + std::to_string(list.size()) +
+                                  " snapshots, its limit (sessions.max_snapshots_per_client); "
+                                  "this one was not kept");
+    }
     const std::uint64_t others = bytesOf(owner) - (same == list.end() ? 0 : same->bytes);
     if (others + snapshot.bytes > limits_.max_bytes) {
       store_.remove(snapshot.id);
@@ -116,6 +122,22 @@ void SnapshotCatalog::removeOwner(const std::string& owner) {
     by_owner_.erase(it);
   }
   for (const auto& snapshot : doomed) store_.remove(snapshot.id);
+}
+
+void SnapshotCatalog::remove(const std::string& owner, const std::string& name) {
+  std::optional<std::string> doomed;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = by_owner_.find(owner);
+    if (it == by_owner_.end()) return;
+    std::erase_if(it->second, [&](const auto& s) {
+      if (s.name != name) return false;
+      doomed = s.id;
+      return true;
+    });
+    if (it->second.empty()) by_owner_.erase(it);
+  }
+  if (doomed) store_.remove(*doomed);
 }
 
 int SnapshotCatalog::expire() {

@@ -46,7 +46,7 @@ class SnapshotCatalog {
   void requireRoom(const std::string& owner, const std::string& name) const;
   // Records a sealed snapshot. A snapshot of the same name is replaced (its files removed). Throws
   // a "busy:" SandboxError, and removes the new snapshot's files, when it would take the owner
-  // past max_bytes.
+  // past max_count or max_bytes (calls at once may all have passed requireRoom).
   NamedSnapshot add(const std::string& owner, NamedSnapshot snapshot);
   // By name; nullopt when the owner has none of that name.
   [[nodiscard]] std::optional<NamedSnapshot> find(const std::string& owner,
@@ -56,6 +56,8 @@ class SnapshotCatalog {
   [[nodiscard]] std::vector<NamedSnapshot> ofSession(const std::string& owner,
                                                      const std::string& session_id) const;
   void removeOwner(const std::string& owner);
+  // The owner's snapshot `name`, if any.
+  void remove(const std::string& owner, const std::string& name);
   // Removes snapshots older than the time to live; returns how many.
   int expire();
 

@@ -235,6 +235,7 @@ class FakeBackend : public sandbox::Backend {
   std::string checkpointFormat(const std::string&) override { return checkpoint_format; }
   std::unique_ptr<sandbox::Sandbox> restore(const sandbox::SandboxSpec& spec,
                                             const PlaceCheckpoint& place) override {
+    if (fail_restores) throw sandbox::SandboxError("the engine is restarting (fake)");
     const auto dir =
         std::filesystem::temp_directory_path() /
         ("fake-restore-" + std::to_string(::getpid()) + "-" + std::to_string(++restored));
@@ -257,7 +258,8 @@ class FakeBackend : public sandbox::Backend {
 
   std::atomic<int> created{0};
   std::atomic<int> restored{0};
-  std::atomic<bool> checkpoints{false};  // checkpointUnsupported() says nothing stops them
+  std::atomic<bool> checkpoints{false};    // checkpointUnsupported() says nothing stops them
+  std::atomic<bool> fail_restores{false};  // restore() fails as an engine in trouble would
   std::shared_ptr<std::atomic<int>> checkpoint_attempts = std::make_shared<std::atomic<int>>(0);
   // Store true to make every sandbox's checkpoint fail (as with a host socket connected).
   std::shared_ptr<std::atomic<bool>> fail_checkpoints = std::make_shared<std::atomic<bool>>(false);

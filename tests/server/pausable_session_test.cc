@@ -118,6 +118,24 @@ TEST_F(PausableSandboxTest, AFailedRestoreLosesTheSandboxAndSaysWhy) {
   EXPECT_EQ(backend.live.load(), 0) << "nothing restored from unverified bytes";
 }
 
+TEST_F(PausableSandboxTest, AnEngineFailureKeepsThePausedStateForTheNextTry) {
+  auto box = make(&store);
+  box->writeFile("/workspace/a.txt", "kept", 0644);
+  ASSERT_TRUE(box->pause());
+  backend.fail_restores = true;
+  try {
+    (void)box->readFile("/workspace/a.txt", 100);
+    FAIL() << "restored while the engine fails";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("state is kept"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(box->state(), PausableSandbox::State::kPaused);
+  EXPECT_TRUE(box->alive());
+  EXPECT_EQ(snapshotsIn(root / "inst"), 1U);
+  backend.fail_restores = false;
+  EXPECT_EQ(box->readFile("/workspace/a.txt", 100), "kept");
+}
+
 TEST_F(PausableSandboxTest, AnotherRuntimeVersionIsRefused) {
   auto box = make(&store);
   ASSERT_TRUE(box->pause());

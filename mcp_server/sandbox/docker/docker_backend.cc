@@ -234,8 +234,9 @@ std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
   AgentLink link;
   nlohmann::json hello;
   try {
-    // The restored agent reads its requests from its (new) stdin, where it left them.
-    link = linkAgent(std::move(made.channel), std::move(made.listener), record.name);
+    // The restored agent reads its requests from its (new) stdin, where it left them. A copy of
+    // the channel: made.attach (its stream) must outlive a failure, for the message below.
+    link = linkAgent(made.channel, std::move(made.listener), record.name);
     hello = link.channel->call({{"op", protocol::kOpHello}}, options_.hello_timeout);
   } catch (const std::exception& e) {
     throw SandboxError(
@@ -245,6 +246,9 @@ std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
     throw SandboxError("the restored agent refused hello: " + hello.value("error", std::string()));
   }
   made.remover->dismiss();
+  // runsc has read the image (20240729 restores eagerly): the engine's copy would only hold
+  // disk for the container's life.
+  std::filesystem::remove_all(dir, ec);
   const auto t4 = Clock::now();
   logger().info(
       "sandbox {} ({}) restored under {} from a checkpoint in {:.0f} ms (container {:.0f}, "

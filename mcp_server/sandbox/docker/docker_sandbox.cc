@@ -193,11 +193,11 @@ void DockerSandbox::checkpoint(const std::filesystem::path& dir) {
   } catch (...) {
     failure = std::current_exception();
   }
-  if (usesChannelSocket()) relink();
+  if (usesChannelSocket() && !relink()) throw SandboxError(resolveStopReason());
   if (failure) std::rethrow_exception(failure);
 }
 
-void DockerSandbox::relink() {
+bool DockerSandbox::relink() {
   try {
     socket_dir_->rearm();
     auto opened =
@@ -206,11 +206,20 @@ void DockerSandbox::relink() {
     std::lock_guard lock(channel_mutex_);
     channel_ = std::move(opened.channel);
   } catch (const std::exception& e) {
-    logger().warn("sandbox {}: no channel after the checkpoint: {}", record_.name, e.what());
-    attached_->close(std::string("its channel could not be reopened after a checkpoint: ") +
-                     e.what());
+    const std::string reason =
+        std::string("the sandbox stopped: its channel could not be reopened after a checkpoint: ") +
+        e.what();
+    logger().warn("sandbox {}: {}", record_.name, reason);
+    {
+      std::lock_guard lock(stop_reason_mutex_);
+      stop_reason_ = reason;  // not the old channel's "suspended for a checkpoint"
+    }
+    attached_->close(reason);
+    relinking_ = false;
+    return false;
   }
   relinking_ = false;
+  return true;
 }
 
 SocketChannel openSocketChannel(AgentChannel& attached, ChannelListener& listener,

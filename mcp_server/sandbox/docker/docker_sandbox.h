@@ -109,8 +109,9 @@ class DockerSandbox final : public Sandbox {
                            const AgentChannel::CallOptions& options = {});
   std::string resolveStopReason();
   [[nodiscard]] std::shared_ptr<AgentChannel> currentChannel() const;
-  // After a checkpoint: a new socket channel, or the sandbox is closed (alive() false).
-  void relink();
+  // After a checkpoint: a new socket channel (true), or the sandbox is closed (alive() false)
+  // and its stop reason says why.
+  bool relink();
 
   std::shared_ptr<EngineClient> engine_;
   const ContainerRecord record_;
