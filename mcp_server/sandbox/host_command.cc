@@ -11,27 +11,12 @@
 #include <system_error>
 
 #include "common/unique_fd.h"
+#include "sandbox/spawn_setup.h"
 
 namespace sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// posix_spawn attributes and file actions, released on every path.
-struct SpawnSetup {
-  posix_spawnattr_t attributes{};
-  posix_spawn_file_actions_t actions{};
-  SpawnSetup() {
-    posix_spawnattr_init(&attributes);
-    posix_spawn_file_actions_init(&actions);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
 
 void keepTail(std::string& output, const char* data, std::size_t size) {
   output.append(data, size);

@@ -16,6 +16,7 @@
 #include "common/unique_fd.h"
 #include "sandbox/backend.h"
 #include "sandbox/log.h"
+#include "sandbox/spawn_setup.h"
 
 namespace sandbox {
 namespace {
@@ -69,22 +70,6 @@ class ProcessSidecar final : public Sidecar {
   UniqueFd stdin_writer_;
   std::mutex mutex_;
   bool reaped_ = false;
-};
-
-// posix_spawn attributes and file actions, released on every path.
-struct SpawnSetup {
-  posix_spawnattr_t attributes{};
-  posix_spawn_file_actions_t actions{};
-  SpawnSetup() {
-    posix_spawnattr_init(&attributes);
-    posix_spawn_file_actions_init(&actions);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
 };
 
 }  // namespace
