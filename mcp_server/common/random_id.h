@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/hex.h"
+
 namespace common {
 
 // Returns `bytes` random bytes as lowercase hex (2 * bytes characters).
@@ -20,14 +22,7 @@ namespace common {
     if (n < 0) throw std::runtime_error("getrandom failed; the kernel CSPRNG is unavailable");
     filled += static_cast<std::size_t>(n);
   }
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    out.push_back(kDigits[buffer[i] >> 4U]);
-    out.push_back(kDigits[buffer[i] & 0x0FU]);
-  }
-  return out;
+  return hexEncode(buffer.data(), bytes);
 }
 
 }  // namespace common

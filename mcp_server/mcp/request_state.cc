@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/base64.h"
+#include "common/hex.h"
 
 namespace mcp {
 namespace {
@@ -39,14 +40,7 @@ std::string RequestStateSeal::mac(std::string_view data) const {
   unsigned int length = 0;
   HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest.data(), &length);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(std::size_t{length} * 2);
-  for (unsigned int i = 0; i < length; ++i) {
-    out.push_back(kDigits[digest[i] >> 4U]);
-    out.push_back(kDigits[digest[i] & 0x0FU]);
-  }
-  return out;
+  return common::hexEncode(digest.data(), length);
 }
 
 std::string RequestStateSeal::seal(const json& state, std::string_view owner,

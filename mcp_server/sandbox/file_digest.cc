@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "common/fd_io.h"
+#include "common/hex.h"
 #include "sandbox/backend.h"
 
 namespace sandbox {
@@ -45,14 +46,7 @@ class Sha256 {
     if (EVP_DigestFinal_ex(context_.get(), digest.data(), &length) != 1) {
       throw SandboxError("SHA-256 failed (OpenSSL EVP_DigestFinal_ex)");
     }
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(std::size_t{length} * 2);
-    for (unsigned int i = 0; i < length; ++i) {
-      out.push_back(kDigits[digest[i] >> 4U]);
-      out.push_back(kDigits[digest[i] & 0x0FU]);
-    }
-    return out;
+    return common::hexEncode(digest.data(), length);
   }
 
  private:

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/fd_io.h"
+#include "common/hex.h"
 #include "common/random_id.h"
 #include "common/unique_fd.h"
 #include "sandbox/backend.h"
@@ -102,17 +103,6 @@ void requirePrivateKeyFile(int fd, const fs::path& file) {
   }
 }
 
-std::string toHex(const unsigned char* bytes, std::size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(size * 2);
-  for (std::size_t i = 0; i < size; ++i) {
-    out.push_back(kDigits[bytes[i] >> 4U]);
-    out.push_back(kDigits[bytes[i] & 0x0FU]);
-  }
-  return out;
-}
-
 }  // namespace
 
 SnapshotKey SnapshotKey::loadOrCreate(const fs::path& file) {
@@ -140,7 +130,7 @@ std::string SnapshotKey::mac(std::string_view bytes) const {
            &length) == nullptr) {
     throw SandboxError("HMAC-SHA256 failed (OpenSSL HMAC)");
   }
-  return toHex(digest.data(), length);
+  return common::hexEncode(digest.data(), length);
 }
 
 bool SnapshotKey::verify(std::string_view bytes, std::string_view mac_hex) const {

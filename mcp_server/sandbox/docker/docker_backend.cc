@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/hex.h"
 #include "common/random_id.h"
 #include "sandbox/agent_channel.h"
 #include "sandbox/docker/attach_stream.h"
@@ -67,13 +68,7 @@ std::string shortContentHash(std::string_view text) {
   if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
     throw SandboxError("computing sha256 failed (OpenSSL EVP_Digest)");
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < 8 && i < length; ++i) {
-    hex.push_back(kHex[digest[i] >> 4U]);
-    hex.push_back(kHex[digest[i] & 0x0FU]);
-  }
-  return hex;
+  return common::hexEncode(digest, std::min<std::size_t>(8, length));
 }
 
 DockerBackend::DockerBackend(DockerBackendOptions options)
