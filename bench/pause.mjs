@@ -3,12 +3,15 @@
 // (server log), the memory the engine accounts to the sandbox before it and after it (none: the
 // container is gone), and the next call's time to its first result (resume included), against the
 // same call on a running session and against rebuilding that state in a new gVisor container
-// (`docker run` that does the imports), all in this run. Results in bench/results/pause.{md,json}.
+// (`docker run` that does the imports), all in this run. And sessions.persist over stdio: how long
+// a SIGTERMed server takes to save a session with that state and exit, and how soon a server
+// started again answers the old handle, against a fresh server rebuilding the state.
+// Results in bench/results/pause.{md,json}.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  SERVER_BIN, connectHttp, dockerGet, startHttpServer, stopServer, waitFor,
+  SERVER_BIN, connectHttp, connectStdio, dockerGet, startHttpServer, stopServer, waitFor, processExited,
 } from '../tests/e2e/harness.mjs';
 import {
   SCALE, callOk, docker, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf, summarize,
@@ -100,6 +103,56 @@ async function oneCycle(server, client) {
   await callOk(client, 'cleanup_session', { session_id: sid });
 }
 
+// sessions.persist over stdio: the data stack loaded, SIGTERM (saved), a new server, the old handle.
+async function persistCycle(configFile) {
+  const first = await connectStdio(['--config', configFile]);
+  let sid;
+  try {
+    const setup = await callOk(first.client, 'run_code', { code: SETUP_CELL, timeout: 120 });
+    if (setup.result !== '97') throw new Error(`setup cell: ${JSON.stringify(setup).slice(0, 400)}`);
+    sid = setup.session_id;
+    const stop = await timed(async () => {
+      process.kill(first.transport.pid, 'SIGTERM');
+      await waitFor(async () => processExited(first.transport.pid), 60000, 'the server to save and exit');
+    });
+    record('persist_stop_ms', stop.ms);
+  } finally {
+    await first.client.close();
+  }
+  const back = await timed(async () => {
+    const again = await connectStdio(['--config', configFile]);
+    try {
+      return await callOk(again.client, 'run_code', { code: NEXT_CELL, session_id: sid });
+    } finally {
+      await again.client.close();
+    }
+  });
+  if (back.value.result !== 'True' || back.value.state_lost) {
+    throw new Error(`after the restart: ${JSON.stringify(back.value).slice(0, 400)}`);
+  }
+  record('persist_first_result_ms', back.ms);
+  // Without persist: a new server, and the state rebuilt in a new session.
+  const rebuilt = await timed(async () => {
+    const fresh = await connectStdio(['--config', configFile]);
+    try {
+      return await callOk(fresh.client, 'run_code', { code: `${SETUP_CELL}\n${NEXT_CELL}`, timeout: 120 });
+    } finally {
+      await fresh.client.close();
+    }
+  });
+  if (rebuilt.value.result !== 'True') throw new Error(`rebuild: ${JSON.stringify(rebuilt.value).slice(0, 300)}`);
+  record('fresh_rebuild_ms', rebuilt.ms);
+  // What the last closes saved is not needed: a server that brings it back and ends it.
+  const cleanup = await connectStdio(['--config', configFile]);
+  try {
+    for (const s of (await callOk(cleanup.client, 'list_sessions', {})).sessions) {
+      await callOk(cleanup.client, 'cleanup_session', { session_id: s.session_id });
+    }
+  } finally {
+    await cleanup.client.close();
+  }
+}
+
 function report(info) {
   const stats = Object.fromEntries([...series].map(([k, v]) => [k, summarize(v)]));
   const s = (k) => stats[k];
@@ -136,6 +189,14 @@ function report(info) {
     `${rows[1][0]} | ${rows[1][1].n} | ${fmt(rows[1][1].p50)} | ${fmtRatio(rows[1][1].p50 / s('fork_1').p50)} |`);
   md.push(`| 9d | fork_session count 4, to the first result in all four | ${s('fork_4').n} | ${fmt(s('fork_4').p50)} | ${fmt(s('fork_4').p99)} | ` +
     `the same, four times one after another | ${rows[1][1].n} | ${fmt(4 * rows[1][1].p50)} | ${fmtRatio((4 * rows[1][1].p50) / s('fork_4').p50)} |`);
+  if (s('persist_first_result_ms')) {
+    const fresh = s('fresh_rebuild_ms');
+    const back = s('persist_first_result_ms');
+    md.push(`| 9e | sessions.persist: a new stdio server, to the result of the next call on the old handle | ${back.n} | ${fmt(back.p50)} | ${fmt(back.p99)} | ` +
+      `a new stdio server rebuilding the state in a new session | ${fresh.n} | ${fmt(fresh.p50)} | ${fmtRatio(fresh.p50 / back.p50)} |`);
+    const stop = s('persist_stop_ms');
+    md.push('', `SIGTERM to exit of a stdio server with persist, saving that session: p50 ${fmt(stop.p50)} ms, p99 ${fmt(stop.p99)} ms (n ${stop.n}).`);
+  }
   return { md: md.join('\n') + '\n', json: { info, stats, samples: Object.fromEntries(series) } };
 }
 
@@ -147,6 +208,12 @@ async function main() {
   writeFileSync(file, JSON.stringify({
     pool: { size: 1 },
     sessions: { pause_after_idle_s: 1, snapshot_dir: path.join(dir, 'snapshots') },
+  }));
+  const persistFile = path.join(dir, 'persist.json');
+  writeFileSync(persistFile, JSON.stringify({
+    instance_id: `bench-persist-${process.pid}`,
+    pool: { size: 0 },
+    sessions: { persist: true, pause_after_idle_s: 0, snapshot_dir: path.join(dir, 'persisted') },
   }));
   let failure;
   let server;
@@ -161,6 +228,7 @@ async function main() {
         '--network', 'none', '--label', BASELINE_LABEL, IMAGE, 'python3', '-c',
         'import numpy, pandas, matplotlib.pyplot']))).ms);
     }
+    for (let round = 0; round < count(3); round++) await persistCycle(persistFile);
   } catch (error) {
     failure = error;
   } finally {

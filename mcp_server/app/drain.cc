@@ -13,11 +13,15 @@ void Drain::run(const std::function<void()>& refuse_new, const std::function<voi
       "draining: new MCP sessions are refused; {} call(s) running get up to {} s "
       "(shutdown.grace_s)",
       protocol_.callsInFlight(), grace_.count());
+  const std::string saved =
+      persist_ ? " Sessions of stdio clients and of MCP 2026-07-28 principals are saved instead, "
+                 "and come back with their state when this server starts again."
+               : "";
   protocol_.announce("This sandbox-mcp server is shutting down: running executions have up to " +
                      std::to_string(grace_.count()) +
-                     " s to finish, then its sandboxes are removed. Save what you need (e.g. "
-                     "download_file); to go on, start a new MCP session (initialize), which a "
-                     "load balancer sends to another replica.");
+                     " s to finish, then its sandboxes are removed." + saved +
+                     " Save what you need (e.g. download_file); to go on, start a new MCP session "
+                     "(initialize), which a load balancer sends to another replica.");
   // No new pooled sandboxes; the ready ones go (container removals: seconds), beside the wait.
   auto pool_stopped = std::async(std::launch::async, [this] { sessions_.factory().stop(); });
   const std::size_t left = waitForCalls();

@@ -18,8 +18,11 @@ namespace app {
 
 class Drain {
  public:
-  Drain(std::chrono::seconds grace, server::SessionRegistry& sessions, mcp::McpServer& protocol)
-      : grace_(grace), sessions_(sessions), protocol_(protocol) {}
+  // `persist` (sessions.persist): the sessions of owners that outlive the server are saved
+  // rather than removed, and the clients are told so.
+  Drain(std::chrono::seconds grace, server::SessionRegistry& sessions, mcp::McpServer& protocol,
+        bool persist = false)
+      : grace_(grace), sessions_(sessions), protocol_(protocol), persist_(persist) {}
 
   // `refuse_new` stops new sessions (HTTP: 503 on initialize, /readyz failing); `stop` stops the
   // transport, after which the caller removes the sandboxes.
@@ -34,6 +37,7 @@ class Drain {
   const std::chrono::seconds grace_;
   server::SessionRegistry& sessions_;
   mcp::McpServer& protocol_;
+  const bool persist_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool hurry_ = false;

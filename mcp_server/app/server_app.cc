@@ -31,6 +31,7 @@
 #include "sandbox/runtime_dir.h"
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
+#include "tools/session_options.h"
 #include "tools/tool_metrics.h"
 
 namespace app {
@@ -205,6 +206,10 @@ std::string prepareEngine(const config::ServerConfig& cfg, sandbox::docker::Dock
   }
   spdlog::info("sandboxes use runtime {} and image {}", sessions.factory().resolveRuntime(),
                cfg.sandbox.image);
+  // Saved sessions come back checked against this config, as a call's arguments would be.
+  (void)sessions.revive([&cfg](const nlohmann::json& arguments) {
+    return tools::parseSessionOptions(arguments, cfg).options;
+  });
   sessions.factory().warmUp();
   return {};
 }
@@ -231,6 +236,12 @@ void raiseOpenFiles() {
 }
 
 int serve(const CliOptions& options, const config::ServerConfig& cfg) {
+  if (cfg.sessions.persist && cfg.instance_id.empty()) {
+    throw config::ConfigError(
+        "sessions.persist needs a fixed instance_id (in the config file, or "
+        "SANDBOX_MCP_INSTANCE_ID): a server started again finds the sessions it saved by it. "
+        "Give each server its own");
+  }
   SignalWatcher signals;  // before any thread starts, so all inherit the mask
   raiseOpenFiles();
   logWeakenings(cfg);
@@ -288,7 +299,8 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   }
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
-  Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol);
+  Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol,
+              cfg.sessions.persist);
   std::atomic<const transport::HttpTransport*> http_transport{nullptr};
   metrics_registry.gaugeCallback(
       "sandbox_mcp_mcp_sessions", "MCP sessions (Mcp-Session-Id) open over HTTP.",
@@ -323,7 +335,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   }
   signals.finish();
   sessions.shutdown();
-  spdlog::info("stopped; all sandboxes removed");
+  spdlog::info("stopped; all sandboxes removed");  // saved sessions are on disk, not sandboxes
   return status;
 }
 

@@ -142,7 +142,11 @@ struct TasksConfig {
 };
 
 struct SessionsConfig {
+  // Sessions whose sandbox runs (or is being created) at once; past it, the longest idle one is
+  // paused to make room when sessions can be paused, else new sessions are refused ("busy").
   std::int64_t max_sessions = 64;
+  // Paused sessions kept on disk (server-wide); past it, idle sessions stay running.
+  std::int64_t max_paused_sessions = 1024;
   std::int64_t idle_timeout_s = 900;
   // Sessions one client (one MCP session) may hold; the rest of max_sessions stays for others.
   std::int64_t max_sessions_per_client = 16;
@@ -155,8 +159,12 @@ struct SessionsConfig {
   // Named snapshots (snapshot_session) one client may hold, in count and bytes on disk.
   std::int64_t max_snapshots_per_client = 8;
   std::int64_t max_snapshot_mib_per_client = 4096;
-  // Named snapshots older than this are removed.
+  // Named snapshots older than this are removed (with persist, saved sessions too).
   std::int64_t snapshot_ttl_s = 86400;
+  // A stopping server saves the sessions of owners that outlive it (stdio, 2026-07-28
+  // principals) and their named snapshots, and a server started again with the same instance_id
+  // brings them back, each restored on its next call. Needs an explicit instance_id.
+  bool persist = false;
   // Copies one fork_session call may make (each is a session: the session limits apply too).
   std::int64_t max_forks_per_call = 8;
 };

@@ -53,7 +53,8 @@ void readTasks(ObjectReader& parent, TasksConfig& out) {
   requireAtLeast(out.max_ttl_ms, out.default_ttl_ms, "tasks.max_ttl_ms");
   requireAtLeast(out.poll_interval_ms, 10, "tasks.poll_interval_ms");
   requireAtLeast(out.inline_wait_ms, 0, "tasks.inline_wait_ms");
-  requireAtLeast(out.max_result_bytes_per_client, 64 * 1024, "tasks.max_result_bytes_per_client");
+  requireAtLeast(out.max_result_bytes_per_client, std::int64_t{64} * 1024,
+                 "tasks.max_result_bytes_per_client");
   requireAtLeast(out.max_result_bytes, out.max_result_bytes_per_client, "tasks.max_result_bytes");
 }
 
@@ -65,13 +66,16 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.read("idle_timeout_s", out.idle_timeout_s);
   r.read("max_sessions_per_client", out.max_sessions_per_client);
   r.read("pause_after_idle_s", out.pause_after_idle_s);
+  r.read("max_paused_sessions", out.max_paused_sessions);
   r.read("snapshot_dir", out.snapshot_dir);
   r.read("max_snapshots_per_client", out.max_snapshots_per_client);
   r.read("max_snapshot_mib_per_client", out.max_snapshot_mib_per_client);
   r.read("snapshot_ttl_s", out.snapshot_ttl_s);
   r.read("max_forks_per_call", out.max_forks_per_call);
+  r.read("persist", out.persist);
   r.rejectUnknown();
   requireAtLeast(out.pause_after_idle_s, 0, "sessions.pause_after_idle_s");
+  requireAtLeast(out.max_paused_sessions, 0, "sessions.max_paused_sessions");
   requireAtLeast(out.max_snapshots_per_client, 0, "sessions.max_snapshots_per_client");
   requireAtLeast(out.max_snapshot_mib_per_client, 1, "sessions.max_snapshot_mib_per_client");
   requireAtLeast(out.snapshot_ttl_s, 1, "sessions.snapshot_ttl_s");

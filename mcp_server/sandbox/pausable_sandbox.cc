@@ -28,18 +28,34 @@ std::string_view toString(PausableSandbox::State state) noexcept {
 }
 
 PausableSandbox::PausableSandbox(Backend& backend, SandboxSpec spec, std::unique_ptr<Sandbox> live,
-                                 SnapshotStore* store, std::string owner, std::string session_id)
+                                 SnapshotStore* store, std::string owner, std::string session_id,
+                                 nlohmann::json session_facts)
     : backend_(backend),
       spec_(std::move(spec)),
       store_(store),
       owner_(std::move(owner)),
       session_id_(std::move(session_id)),
+      session_facts_(std::move(session_facts)),
       first_id_(live->id()),
       live_(std::move(live)) {}
 
+PausableSandbox::PausableSandbox(Backend& backend, SandboxSpec spec, SnapshotRecord paused,
+                                 SnapshotStore& store, std::string owner, std::string session_id,
+                                 nlohmann::json session_facts)
+    : backend_(backend),
+      spec_(std::move(spec)),
+      store_(&store),
+      owner_(std::move(owner)),
+      session_id_(std::move(session_id)),
+      session_facts_(std::move(session_facts)),
+      first_id_("paused:" + paused.id),
+      snapshot_(std::move(paused)),
+      state_(State::kPaused),
+      snapshot_bytes_(snapshot_->bytes) {}
+
 PausableSandbox::~PausableSandbox() {
   live_.reset();
-  if (snapshot_) store_->remove(snapshot_->id);
+  if (snapshot_ && !keep_snapshot_) store_->remove(snapshot_->id);
 }
 
 template <typename Call>
@@ -111,10 +127,7 @@ bool PausableSandbox::pause() {
   const auto started = std::chrono::steady_clock::now();
   if (pause_failed_at_ && started - *pause_failed_at_ < kPauseRetry) return false;
   try {
-    auto facts = factsFor("pause");
-    auto draft = store_->begin();
-    live_->checkpoint(draft.dir());
-    snapshot_ = store_->seal(std::move(draft), std::move(facts));
+    pauseLocked();
   } catch (const std::exception& e) {
     logger().info("session {}: not paused (tried again in {} s): {}", session_id_,
                   kPauseRetry.count(), e.what());
@@ -122,12 +135,38 @@ bool PausableSandbox::pause() {
     return false;
   }
   pause_failed_at_.reset();
+  return true;
+}
+
+void PausableSandbox::pauseLocked() {
+  const auto started = std::chrono::steady_clock::now();
+  auto facts = factsFor("pause", kSnapshotOfPause);
+  auto draft = store_->begin();
+  live_->checkpoint(draft.dir());
+  snapshot_ = store_->seal(std::move(draft), std::move(facts));
   live_.reset();  // the container goes, and its memory with it
   snapshot_bytes_ = snapshot_->bytes;
   state_ = State::kPaused;
   logger().info("session {}: paused in {:.0f} ms ({:.1f} MB on disk)", session_id_,
                 msSince(started), static_cast<double>(snapshot_->bytes) / 1e6);
-  return true;
+}
+
+bool PausableSandbox::persist() {
+  if (store_ == nullptr) return false;
+  std::unique_lock lock(mutex_);
+  if (lost_reason_) return false;
+  if (live_) {
+    if (!live_->alive()) return false;
+    try {
+      pauseLocked();
+    } catch (const std::exception& e) {
+      logger().warn("session {}: not saved, so it ends with this server: {}", session_id_,
+                    e.what());
+      return false;
+    }
+  }
+  keep_snapshot_ = snapshot_.has_value();
+  return keep_snapshot_;
 }
 
 std::optional<std::string> PausableSandbox::unusable(const SnapshotRecord& record) {
@@ -150,11 +189,12 @@ std::unique_ptr<Sandbox> PausableSandbox::restoreFrom(const SnapshotRecord& reco
       spec, [this, &id](const std::filesystem::path& dir) { store_->copyVerified(id, dir); });
 }
 
-SnapshotFacts PausableSandbox::factsFor(const std::string& name) {
+SnapshotFacts PausableSandbox::factsFor(const std::string& name, const char* kind) {
   SnapshotFacts facts;
   facts.owner = owner_;
   facts.session_id = session_id_;
   facts.name = name;
+  facts.extra = {{"kind", kind}, {"session", session_facts_}};
   const auto image = backend_.inspectImage(spec_.image);
   if (!image || image->id.empty()) {
     throw SandboxError("the image " + spec_.image + " is no longer on the engine");
@@ -167,10 +207,10 @@ SnapshotFacts PausableSandbox::factsFor(const std::string& name) {
   return facts;
 }
 
-SnapshotRecord PausableSandbox::snapshot(const std::string& name) {
+SnapshotRecord PausableSandbox::snapshot(const std::string& name, const char* kind) {
   if (store_ == nullptr) throw SandboxError("snapshots are not available on this server");
   return withLive([&](Sandbox& live) {
-    auto facts = factsFor(name);
+    auto facts = factsFor(name, kind);
     auto draft = store_->begin();
     live.checkpoint(draft.dir());
     return store_->seal(std::move(draft), std::move(facts));

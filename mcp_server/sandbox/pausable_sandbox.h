@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -21,13 +22,25 @@
 
 namespace sandbox {
 
+// What a snapshot is for, in its manifest's extra["kind"]: a server started again with
+// sessions.persist brings back "paused" ones as sessions and "named" ones as snapshots.
+inline constexpr const char* kSnapshotOfPause = "paused";
+inline constexpr const char* kSnapshotNamed = "named";
+inline constexpr const char* kSnapshotForFork = "fork";  // taken for one fork_session, then gone
+
 class PausableSandbox final : public Sandbox {
  public:
   enum class State { kRunning, kPaused, kLost };
 
-  // `store` null: never paused (a passthrough). `owner` and `session_id` go into the manifest.
+  // `store` null: never paused (a passthrough). `owner`, `session_id` and `session_facts` (what
+  // a later server needs to bring the session back) go into each snapshot's manifest.
   PausableSandbox(Backend& backend, SandboxSpec spec, std::unique_ptr<Sandbox> live,
-                  SnapshotStore* store, std::string owner, std::string session_id);
+                  SnapshotStore* store, std::string owner, std::string session_id,
+                  nlohmann::json session_facts = nlohmann::json::object());
+  // A sandbox paused in the store's sealed snapshot `paused` (by an earlier run of this server);
+  // its first call restores it onto `spec`.
+  PausableSandbox(Backend& backend, SandboxSpec spec, SnapshotRecord paused, SnapshotStore& store,
+                  std::string owner, std::string session_id, nlohmann::json session_facts);
   ~PausableSandbox() override;  // removes the live sandbox and a pause's snapshot
   PausableSandbox(const PausableSandbox&) = delete;
   PausableSandbox& operator=(const PausableSandbox&) = delete;
@@ -63,12 +76,18 @@ class PausableSandbox final : public Sandbox {
   // lost (state() kLost, its snapshot removed); when the engine failed it stays paused for a retry.
   void resume();
 
+  // For a server that stops and comes back (sessions.persist): pauses a running sandbox (waiting
+  // for a call still running), and keeps the pause's snapshot when this goes. False when there
+  // is nothing to keep (no store, lost, the checkpoint failed: logged).
+  bool persist();
+
   // Replaces the sandbox with one restored from the store's snapshot `snapshot_id` (which stays):
   // the current state goes. Throws SandboxError when that fails; the sandbox runs on unchanged.
   void rollBack(const std::string& snapshot_id);
-  // Checkpoints the running sandbox into a sealed snapshot of the store named `name` (the
-  // sandbox goes on). Throws SandboxError when it cannot (busy, a host socket, no store).
-  SnapshotRecord snapshot(const std::string& name);
+  // Checkpoints the running sandbox into a sealed snapshot of the store named `name` of `kind`
+  // (kSnapshotNamed, kSnapshotForFork; the sandbox goes on). Throws SandboxError when it cannot
+  // (busy, a host socket, no store).
+  SnapshotRecord snapshot(const std::string& name, const char* kind = kSnapshotNamed);
 
   [[nodiscard]] State state() const noexcept { return state_.load(); }
   // Bytes of the pause's snapshot on disk; 0 while running.
@@ -84,15 +103,19 @@ class PausableSandbox final : public Sandbox {
   // A sandbox restored from `record` onto the image it ran (by id). Throws SnapshotTamperedError
   // when it can never be (unusable(), a file that fails its check), SandboxError otherwise.
   std::unique_ptr<Sandbox> restoreFrom(const SnapshotRecord& record);
-  // The manifest's facts for a snapshot named `name`: the image's id, the runsc version. Throws
-  // SandboxError when either is unknown (nothing could restore it).
-  SnapshotFacts factsFor(const std::string& name);
+  // The manifest's facts for a snapshot named `name` of `kind`: the image's id, the runsc
+  // version, the session's facts. Throws SandboxError when either is unknown (nothing could
+  // restore it).
+  SnapshotFacts factsFor(const std::string& name, const char* kind);
+  // Checkpoints the live sandbox into the sealed pause snapshot and removes it; unique lock held.
+  void pauseLocked();
 
   Backend& backend_;
   const SandboxSpec spec_;
   SnapshotStore* const store_;
   const std::string owner_;
   const std::string session_id_;
+  const nlohmann::json session_facts_;
   const std::string first_id_;
 
   mutable std::shared_mutex mutex_;         // guards everything below but the atomics
@@ -102,6 +125,7 @@ class PausableSandbox final : public Sandbox {
   std::atomic<State> state_{State::kRunning};
   std::optional<std::chrono::steady_clock::time_point> pause_failed_at_;  // mutex_ held
   std::atomic<std::uint64_t> snapshot_bytes_{0};
+  bool keep_snapshot_ = false;  // persist(): the pause's snapshot outlives this; mutex_ held
 };
 
 [[nodiscard]] std::string_view toString(PausableSandbox::State state) noexcept;

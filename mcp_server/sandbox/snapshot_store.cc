@@ -281,6 +281,21 @@ bool holdsOnlySnapshots(const fs::path& dir) {
   return !ec;
 }
 
+// When anything in the instance directory `dir` last changed (its snapshots' directories);
+// nullopt when it cannot be read.
+std::optional<std::int64_t> newestChange(const fs::path& dir) {
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) != 0) return std::nullopt;
+  auto newest = static_cast<std::int64_t>(info.st_mtime);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (::lstat(entry.path().c_str(), &info) == 0) {
+      newest = std::max(newest, static_cast<std::int64_t>(info.st_mtime));
+    }
+  }
+  return newest;
+}
+
 }  // namespace
 
 SnapshotStore::SnapshotStore(const fs::path& root, std::string instance_id, Clock now)
@@ -308,8 +323,9 @@ SnapshotStore::~SnapshotStore() {
   }
 }
 
-int SnapshotStore::removeAbandoned() {
+int SnapshotStore::removeAbandoned(std::chrono::seconds unchanged_for) {
   int removed = 0;
+  const std::int64_t now = nowUnix();
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root_, ec)) {
     const std::string name = entry.path().filename().string();
@@ -321,6 +337,11 @@ int SnapshotStore::removeAbandoned() {
     const auto lock_path = root_ / ("." + name + ".lock");
     const auto lock = lockInstance(lock_path, /*create=*/false);
     if (!lock) continue;
+    // Its server may come back for snapshots still within their time to live (sessions.persist).
+    if (const auto changed = newestChange(entry.path());
+        unchanged_for.count() > 0 && changed && now - *changed <= unchanged_for.count()) {
+      continue;
+    }
     fs::remove_all(entry.path(), ec);
     if (ec) {
       logger().warn("could not remove the abandoned snapshots {}: {}", entry.path().string(),
@@ -456,6 +477,20 @@ void SnapshotStore::remove(const std::string& id) noexcept {
 
 int SnapshotStore::removeOlderThan(std::chrono::seconds age) {
   const std::int64_t now = nowUnix();
+  return removeIf("older than " + std::to_string(age.count()) + " s",
+                  [&](std::optional<std::int64_t> sealed_at, std::int64_t changed_at) {
+                    return now - sealed_at.value_or(changed_at) > age.count();
+                  });
+}
+
+int SnapshotStore::removeUnsealed() {
+  return removeIf("not sealed (a checkpoint cut short, or a manifest that fails its check)",
+                  [](std::optional<std::int64_t> sealed_at, std::int64_t) { return !sealed_at; });
+}
+
+int SnapshotStore::removeIf(
+    const std::string& why,
+    const std::function<bool(std::optional<std::int64_t>, std::int64_t)>& doomed) {
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(instance_dir_, ec)) {
@@ -463,22 +498,22 @@ int SnapshotStore::removeOlderThan(std::chrono::seconds age) {
     if (!isId(id)) continue;
     const common::UniqueFd dir_fd(::open(entry.path().c_str(), kOpenDirectory));
     if (!dir_fd || ::flock(dir_fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // in use
-    std::optional<std::int64_t> since;
+    std::optional<std::int64_t> sealed_at;
     try {
       const auto manifest = loadManifest(dir_fd.get(), entry.path(), id, key_, instance_id_);
-      if (manifest) since = manifest->record.created_unix;
+      if (manifest) sealed_at = manifest->record.created_unix;
     } catch (const SandboxError&) {
       // Unreadable: the age of its directory decides, as for a draft left by a crash.
     }
     struct stat info {};
-    if (!since && ::fstat(dir_fd.get(), &info) == 0) since = info.st_mtime;
-    if (!since || now - *since <= age.count()) continue;
+    if (::fstat(dir_fd.get(), &info) != 0) continue;
+    if (!doomed(sealed_at, static_cast<std::int64_t>(info.st_mtime))) continue;
     std::error_code remove_ec;
     fs::remove_all(entry.path(), remove_ec);
     if (remove_ec) {
-      logger().warn("could not remove old snapshot {}: {}", id, remove_ec.message());
+      logger().warn("could not remove snapshot {}: {}", id, remove_ec.message());
     } else {
-      logger().info("removed snapshot {}: older than {} s", id, age.count());
+      logger().info("removed snapshot {}: {}", id, why);
       ++removed;
     }
   }

@@ -95,16 +95,24 @@ class SnapshotStore {
   // unreadable snapshots whose directory has not changed for `age`; skips ones being copied or
   // written. Returns how many it removed.
   int removeOlderThan(std::chrono::seconds age);
+  // Removes this instance's directories that hold no sealed snapshot (drafts a crash left,
+  // manifests that fail their check), whatever their age; skips ones being copied or written.
+  int removeUnsealed();
 
   // The image bytes of `owner`'s sealed snapshots together: for quotas.
   [[nodiscard]] std::uint64_t totalBytes(const std::string& owner);
 
   // Removes the directories of other instances that no live store holds (a server that crashed,
-  // often under a random instance id): each store holds <root>/.<instance_id>.lock (flock) for
-  // its life. Returns how many directories it removed.
-  int removeAbandoned();
+  // often under a random instance id) and in which nothing changed for `unchanged_for` (a
+  // stopped server with sessions.persist comes back for younger ones): each store holds
+  // <root>/.<instance_id>.lock (flock) for its life. Returns how many directories it removed.
+  int removeAbandoned(std::chrono::seconds unchanged_for = std::chrono::seconds(0));
 
  private:
+  // Removes each of this instance's snapshot directories for which `doomed(sealed_at,
+  // changed_at)` holds (sealed_at: nullopt when not sealed), logging `why`.
+  int removeIf(const std::string& why,
+               const std::function<bool(std::optional<std::int64_t>, std::int64_t)>& doomed);
   [[nodiscard]] std::filesystem::path dirOf(const std::string& id) const;
   [[nodiscard]] std::int64_t nowUnix() const;
 

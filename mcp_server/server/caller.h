@@ -7,8 +7,16 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace server {
+
+// Whether the owner can come back to a server started again, and so its sessions are worth
+// keeping (sessions.persist): the stdio client ("stdio") and a principal's stateless endpoint
+// ("principal:<name>"). An HTTP Mcp-Session-Id ends with the server that issued it.
+[[nodiscard]] inline bool ownerOutlivesServer(std::string_view owner) noexcept {
+  return owner == "stdio" || owner.starts_with("principal:");
+}
 
 struct Caller {
   std::string owner;

@@ -23,10 +23,12 @@ Session::Session(std::string id, std::string owner, SessionOptions options,
 
 bool Session::pause() { return pausable_ != nullptr && !inUse() && pausable_->pause(); }
 
-sandbox::SnapshotRecord Session::snapshot(const std::string& name) {
+sandbox::SnapshotRecord Session::snapshot(const std::string& name, const char* kind) {
   if (pausable_ == nullptr) throw sandbox::SandboxError("this session cannot be snapshotted");
-  return pausable_->snapshot(name);
+  return pausable_->snapshot(name, kind);
 }
+
+bool Session::persist() { return pausable_ != nullptr && pausable_->persist(); }
 
 void Session::rollBack(const std::string& snapshot_id) {
   if (pausable_ == nullptr) throw sandbox::SandboxError("this session cannot be rolled back");
@@ -40,6 +42,8 @@ void Session::resume() {
 std::string_view Session::state() const noexcept {
   return pausable_ != nullptr ? sandbox::toString(pausable_->state()) : "running";
 }
+
+bool Session::pausable() const noexcept { return pausable_ != nullptr && pausable_->pausable(); }
 
 bool Session::paused() const noexcept {
   return pausable_ != nullptr && pausable_->state() == sandbox::PausableSandbox::State::kPaused;

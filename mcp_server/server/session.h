@@ -32,6 +32,10 @@ struct SessionOptions {
   // What the session's relay enforces: mcp_allowlist narrowed by the operator's list. Null or
   // without rules: the session gets no relay and no /run/mcp.
   std::shared_ptr<const policy::Policy> mcp_policy;
+  // The option arguments as the call gave them (image, dockerfile, environment, volumes,
+  // mcp_allowlist): sealed into the session's snapshots, so that a server started again
+  // (sessions.persist) checks them against its own config before it brings the session back.
+  nlohmann::json arguments = nlohmann::json::object();
 };
 
 class Session {
@@ -55,10 +59,17 @@ class Session {
   // Restores a paused sandbox now; throws SandboxError when that fails (the sandbox is then lost:
   // alive() false, stopReason() says why). Nothing to do when it runs.
   void resume();
-  // A sealed snapshot of the running sandbox named `name` (it runs on); throws SandboxError.
-  sandbox::SnapshotRecord snapshot(const std::string& name);
+  // A sealed snapshot of the running sandbox named `name` of `kind` (it runs on); throws
+  // SandboxError.
+  sandbox::SnapshotRecord snapshot(const std::string& name,
+                                   const char* kind = sandbox::kSnapshotNamed);
+  // Pauses the sandbox (if running) and keeps its snapshot after this goes, for a server started
+  // again with sessions.persist; false when nothing could be kept.
+  bool persist();
   // Back to the store's snapshot `snapshot_id`; throws SandboxError (nothing changed then).
   void rollBack(const std::string& snapshot_id);
+  // Whether pause() can ever succeed (a store and checkpoints on this backend).
+  [[nodiscard]] bool pausable() const noexcept;
   // "running", "paused" or "lost".
   [[nodiscard]] std::string_view state() const noexcept;
   [[nodiscard]] bool paused() const noexcept;
@@ -81,6 +92,10 @@ class Session {
 
   void countExecution() noexcept { executions_.fetch_add(1); }
   void touch() noexcept { last_used_ns_.store(Clock::now().time_since_epoch().count()); }
+  // A session brought back by a server started again has been idle since it was saved.
+  void setIdleFor(std::chrono::seconds idle) noexcept {
+    last_used_ns_.store((Clock::now() - idle).time_since_epoch().count());
+  }
   // Marks the session busy so the idle reaper leaves it alone during long executions.
   void beginUse() noexcept;
   void endUse() noexcept;

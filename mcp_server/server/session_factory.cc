@@ -22,6 +22,12 @@ std::string shuttingDown(const std::string& what = {}) {
          "balancer sends it to another replica";
 }
 
+// The sandbox sees its relay's socket directory, read-only, and where the socket is.
+void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway) {
+  spec.volumes.push_back({gateway.socketDir(), kMcpSocketMount, /*read_only=*/true});
+  spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+}
+
 }  // namespace
 
 // One place among the running builds, held for the scope; acquired() false when none was free.
@@ -276,12 +282,14 @@ sandbox::SnapshotStore* SessionFactory::snapshotStore() {
                 config_.sessions.snapshot_dir, e.what());
     return nullptr;
   }
-  // No snapshot of this instance id outlives its server yet (sessions.persist is future work):
-  // what a crashed run left is removed.
-  if (const int stale = store_->removeOlderThan(std::chrono::seconds(0)); stale > 0) {
-    log()->info("removed {} snapshot(s) a previous run of this instance left", stale);
-  }
-  if (const int abandoned = store_->removeAbandoned(); abandoned > 0) {
+  // Without sessions.persist no snapshot outlives its server: what a crashed run left goes. With
+  // it, the sealed ones within their time to live wait for SessionRegistry::revive(), and a
+  // stopped server of another instance id may still come back for its own.
+  const auto keep = config_.sessions.persist ? std::chrono::seconds(config_.sessions.snapshot_ttl_s)
+                                             : std::chrono::seconds(0);
+  const int stale = store_->removeOlderThan(keep) + store_->removeUnsealed();
+  if (stale > 0) log()->info("removed {} snapshot(s) a previous run of this instance left", stale);
+  if (const int abandoned = store_->removeAbandoned(keep); abandoned > 0) {
     log()->info("removed the snapshots of {} server instance(s) that are no longer running",
                 abandoned);
   }
@@ -314,8 +322,7 @@ std::shared_ptr<Session> SessionFactory::restore(const std::string& owner, const
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {
-    spec.volumes.push_back({gateway->socketDir(), kMcpSocketMount, /*read_only=*/true});
-    spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+    mountRelaySocket(spec, *gateway);
     gateway->start();
   }
   auto restored = backend_.restore(spec, [store, &snapshot_id](const std::filesystem::path& dir) {
@@ -336,9 +343,47 @@ std::shared_ptr<Session> SessionFactory::restore(const std::string& owner, const
   }
   log()->info("session {} restored from snapshot {} ({} MB)", id, snapshot_id,
               record->bytes / 1000000);
-  auto pausable = std::make_unique<sandbox::PausableSandbox>(backend_, spec, std::move(restored),
-                                                             store, owner, id);
+  auto pausable = std::make_unique<sandbox::PausableSandbox>(
+      backend_, spec, std::move(restored), store, owner, id, sessionFacts(options));
   return std::make_shared<Session>(id, owner, options, std::move(pausable), std::move(gateway));
+}
+
+nlohmann::json SessionFactory::sessionFacts(const SessionOptions& options) {
+  return {{"options", options.arguments}};
+}
+
+void SessionFactory::checkStillAllowed(const SessionOptions& options) {
+  if (!options.dockerfile.empty() && !config_.sandbox.allow_dockerfile) {
+    throw SandboxError("it was built from a dockerfile, and sandbox.allow_dockerfile is off now");
+  }
+  if (!options.image.empty()) {
+    if (!config_.sandbox.allow_custom_images && options.image != config_.sandbox.image) {
+      throw SandboxError("its image " + options.image +
+                         " is not allowed now (sandbox.allow_custom_images is off)");
+    }
+    (void)checkImageAllowed(options.image, "image");
+  }
+}
+
+std::shared_ptr<Session> SessionFactory::revive(const sandbox::SnapshotRecord& paused,
+                                                const SessionOptions& options) {
+  refuseToStart(nullptr);
+  auto* store = snapshotStore();
+  if (store == nullptr) throw SandboxError("snapshots are not available on this server");
+  if (paused.facts.image.empty()) throw SandboxError("its snapshot does not name its image");
+  checkStillAllowed(options);
+  const std::string& id = paused.facts.session_id;
+  sandbox::SandboxSpec spec = baseSpec(options, nullptr, paused.facts.image);
+  spec.labels["sandbox-mcp.session"] = id;
+  auto gateway = openGateway(id, options);
+  if (gateway) {
+    mountRelaySocket(spec, *gateway);
+    gateway->start();
+  }
+  auto pausable = std::make_unique<sandbox::PausableSandbox>(
+      backend_, spec, paused, *store, paused.facts.owner, id, sessionFacts(options));
+  return std::make_shared<Session>(id, paused.facts.owner, options, std::move(pausable),
+                                   std::move(gateway));
 }
 
 std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const std::string& id,
@@ -352,8 +397,7 @@ std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const 
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {
-    spec.volumes.push_back({gateway->socketDir(), kMcpSocketMount, /*read_only=*/true});
-    spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+    mountRelaySocket(spec, *gateway);
   }
   for (const auto& volume : spec.volumes) {
     log()->info("session {}: mounting host {} at {} ({})", id, volume.host_path,
@@ -378,8 +422,8 @@ std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const 
   log()->info("session {} {}: container {} image {} runtime {}", id,
               warm ? "claimed a pooled sandbox" : "created", sandbox->id(), spec.image,
               spec.runtime);
-  auto pausable = std::make_unique<sandbox::PausableSandbox>(backend_, spec, std::move(sandbox),
-                                                             snapshotStore(), owner, id);
+  auto pausable = std::make_unique<sandbox::PausableSandbox>(
+      backend_, spec, std::move(sandbox), snapshotStore(), owner, id, sessionFacts(options));
   auto session =
       std::make_shared<Session>(id, owner, options, std::move(pausable), std::move(gateway));
   session->setWarmStart(warm);

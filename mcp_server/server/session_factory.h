@@ -69,6 +69,16 @@ class SessionFactory {
                                                  const SessionOptions& options,
                                                  const std::string& snapshot_id);
 
+  // Session `paused.facts.session_id` of `paused.facts.owner`, paused in the store's sealed
+  // snapshot `paused` by an earlier run of this server (sessions.persist), with `options` as this
+  // server's config reads them from the snapshot's manifest: its first call restores it. Its
+  // relay, if any, starts now. Throws SandboxError saying why it cannot come back (its image or
+  // dockerfile no longer allowed, no store, the server stopping).
+  [[nodiscard]] std::shared_ptr<Session> revive(const sandbox::SnapshotRecord& paused,
+                                                const SessionOptions& options);
+  // What a session's snapshots record about it for revive(): {"options": the arguments}.
+  [[nodiscard]] static nlohmann::json sessionFacts(const SessionOptions& options);
+
   // Runtime new sandboxes get ("runsc" or "runc"), resolved once; throws when runsc is missing
   // and sandbox.allow_runc_fallback is off.
   [[nodiscard]] std::string resolveRuntime();
@@ -104,6 +114,9 @@ class SessionFactory {
   // Throws "the server is shutting down" once cancelCreations() ran, "cancelled" once `cancel`
   // fired: nothing may start then.
   void refuseToStart(const CancelToken* cancel) const;
+  // Throws SandboxError when the operator's config no longer allows the image `options` name,
+  // or its dockerfile (a session coming back must not outlive a narrowed config).
+  void checkStillAllowed(const SessionOptions& options);
   [[nodiscard]] sandbox::Limits baseLimits() const;
   // The spec every session with these options gets, before session-specific labels and mounts.
   // `image` non-empty: use it as it is (a restore names the image id that ran).

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <future>
+#include <map>
 #include <optional>
 #include <system_error>
 
@@ -116,6 +118,18 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
       if (session->paused()) {
         // Touched first: neither the idle expiry nor the pauser takes it during the restore.
         session->touch();
+        {
+          std::unique_lock room(mutex_);
+          makeRoomToRun(room);
+          ++resuming_;  // counts as running from now on
+        }
+        const struct Resumed {
+          SessionRegistry& registry;
+          ~Resumed() {
+            const std::lock_guard done(registry.mutex_);
+            --registry.resuming_;
+          }
+        } resumed{*this};
         try {
           session->resume();
         } catch (const SandboxError&) {
@@ -141,7 +155,7 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
       if (!lost_reason) throw SandboxError(goneMessage(entry_key, session_id));
     }
     try {
-      reserve(caller, entry_key, promise.get_future().share());
+      reserve(lock, caller, entry_key, promise.get_future().share());
     } catch (const SandboxError&) {
       if (lost_reason) lost_.remember(entry_key, *lost_reason);  // still to be told
       throw;
@@ -165,21 +179,91 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
   }
 }
 
-void SessionRegistry::reserve(const Caller& caller, const std::string& entry_key, Pending pending) {
-  if (heldCount(caller.quota_key) >= caller.max_sessions) {
+std::size_t SessionRegistry::runningCount() const {
+  std::size_t running = resuming_;
+  for (const auto& [k, entry] : sessions_) {
+    if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++running;  // being created
+      continue;
+    }
+    try {
+      if (entry.pending.get()->state() == "running") ++running;
+    } catch (const std::exception&) {
+    }
+  }
+  return running;
+}
+
+std::size_t SessionRegistry::pausedCount() const {
+  std::size_t paused = 0;
+  for (const auto& [k, entry] : sessions_) {
+    if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      paused += entry.pending.get()->paused() ? 1 : 0;
+    } catch (const std::exception&) {
+    }
+  }
+  return paused;
+}
+
+std::shared_ptr<Session> SessionRegistry::longestIdleRunning(
+    const std::vector<std::shared_ptr<Session>>& except) const {
+  std::shared_ptr<Session> idlest;
+  for (const auto& [k, entry] : sessions_) {
+    if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      auto session = entry.pending.get();
+      if (session->state() != "running" || session->inUse() || !session->pausable() ||
+          std::find(except.begin(), except.end(), session) != except.end()) {
+        continue;
+      }
+      if (!idlest || session->idleSeconds() > idlest->idleSeconds()) idlest = std::move(session);
+    } catch (const std::exception&) {
+    }
+  }
+  return idlest;
+}
+
+void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock) {
+  // Past max_sessions running, the longest idle session is paused to disk (a few tries: one may
+  // be called meanwhile, or hold a connection gVisor cannot save).
+  constexpr std::size_t kTries = 4;
+  const auto limit = static_cast<std::size_t>(config_.sessions.max_sessions);
+  std::vector<std::shared_ptr<Session>> tried;
+  while (runningCount() >= limit) {
+    std::shared_ptr<Session> idlest;
+    if (tried.size() < kTries &&
+        pausedCount() < static_cast<std::size_t>(config_.sessions.max_paused_sessions)) {
+      idlest = longestIdleRunning(tried);
+    }
+    if (!idlest) {
+      factory_->metrics().refused(SessionMetrics::kSessionsLimit);
+      throw SandboxError("busy: the server runs " + std::to_string(limit) +
+                         " sessions, its limit (sessions.max_sessions), and none is idle to "
+                         "pause. Free one with cleanup_session, or retry in a moment.");
+    }
+    tried.push_back(idlest);
+    lock.unlock();
+    const bool paused = idlest->pause();
+    lock.lock();
+    if (paused) log()->info("session {} paused to make room (sessions.max_sessions)", idlest->id());
+    if (stopping_) throw SandboxError("the server is shutting down; retry on a new connection");
+  }
+}
+
+void SessionRegistry::reserve(std::unique_lock<std::mutex>& lock, const Caller& caller,
+                              const std::string& entry_key, Pending pending) {
+  const auto check_client = [&] {
+    if (heldCount(caller.quota_key) < caller.max_sessions) return;
     factory_->metrics().refused(SessionMetrics::kSessionsPerClientLimit);
     throw SandboxError("busy: this client holds " + std::to_string(caller.max_sessions) +
                        " sessions, its limit (sessions.max_sessions_per_client, or its "
                        "principal's max_sessions). Free one with cleanup_session, or reuse one "
                        "by passing its session_id.");
-  }
-  if (sessions_.size() >= static_cast<std::size_t>(config_.sessions.max_sessions)) {
-    factory_->metrics().refused(SessionMetrics::kSessionsLimit);
-    throw SandboxError("busy: the server is at its limit of " +
-                       std::to_string(config_.sessions.max_sessions) +
-                       " sessions (sessions.max_sessions). Free one with cleanup_session, or "
-                       "retry after idle sessions expire.");
-  }
+  };
+  check_client();  // before anyone is paused for it
+  makeRoomToRun(lock);
+  check_client();  // again: the lock was released if a session was paused
   sessions_.emplace(entry_key, Entry{std::move(pending), caller.quota_key});
 }
 
@@ -286,7 +370,7 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::fork(const Caller& caller
     auto session = find(caller.owner, from_session);
     SessionUse use(session);
     options = session->options();
-    snapshot_id = session->snapshot("fork").id;
+    snapshot_id = session->snapshot("fork", sandbox::kSnapshotForFork).id;
     temporary = snapshot_id;
   }
   struct RemoveTemporary {
@@ -306,14 +390,14 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::fork(const Caller& caller
   std::vector<Copy> copies(count);
   std::optional<SandboxError> refusal;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (stopping_) throw SandboxError("the server is shutting down; retry on a new connection");
     for (std::size_t i = 0; i < count; ++i) {
       auto& copy = copies[i];
       copy.id = "s-" + common::randomHex(16) + (route_tag_.empty() ? "" : "~" + route_tag_);
       copy.entry_key = key(caller.owner, copy.id);
       try {
-        reserve(caller, copy.entry_key, copy.promise.get_future().share());
+        reserve(lock, caller, copy.entry_key, copy.promise.get_future().share());
       } catch (const SandboxError& e) {
         refusal = e;
         copies.resize(i);
@@ -475,6 +559,10 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::list(const std::string& o
 }
 
 void SessionRegistry::closeOwner(const std::string& owner) {
+  if (config_.sessions.persist && ownerOutlivesServer(owner)) {
+    log()->info("client {} closed; its sessions are kept (sessions.persist)", owner);
+    return;
+  }
   std::vector<Pending> doomed;
   {
     std::lock_guard lock(mutex_);
@@ -535,12 +623,15 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::takePausable() {
   std::vector<std::shared_ptr<Session>> out;
   const auto after = config_.sessions.pause_after_idle_s;
   if (after <= 0) return out;
+  const auto paused = pausedCount();
+  const auto room = static_cast<std::size_t>(config_.sessions.max_paused_sessions);
+  if (paused >= room) return out;  // idle sessions stay running until a paused one ends
   for (const auto& [k, entry] : sessions_) {
     if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
     try {
       auto session = entry.pending.get();
       if (session->state() == "running" && !session->inUse() &&
-          session->idleSeconds() >= static_cast<double>(after)) {
+          session->idleSeconds() >= static_cast<double>(after) && paused + out.size() < room) {
         out.push_back(std::move(session));
       }
     } catch (const std::exception&) {
@@ -618,9 +709,147 @@ void SessionRegistry::shutdown() {
   }
   wake_reaper_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  if (config_.sessions.persist) saveForNextRun(doomed);
   const auto count = doomed.size();
   destroyConcurrently(std::move(doomed));
   if (count > 0) log()->info("shut down {} session(s)", count);
+}
+
+void SessionRegistry::saveForNextRun(const std::vector<Pending>& sessions) {
+  std::vector<std::shared_ptr<Session>> savable;
+  for (const auto& pending : sessions) {
+    if (pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      auto session = pending.get();
+      if (ownerOutlivesServer(session->owner())) savable.push_back(std::move(session));
+    } catch (const std::exception&) {
+    }
+  }
+  // Each save is a checkpoint (~0.5 s of runsc work and disk): a few side by side.
+  constexpr std::size_t kParallel = 4;
+  std::atomic<std::size_t> saved{0};
+  for (std::size_t begin = 0; begin < savable.size(); begin += kParallel) {
+    std::vector<std::future<void>> running;
+    for (std::size_t i = begin; i < std::min(savable.size(), begin + kParallel); ++i) {
+      auto save = [&saved, session = savable[i]] {
+        if (session->persist()) saved.fetch_add(1);
+      };
+      try {
+        running.push_back(std::async(std::launch::async, save));
+      } catch (const std::system_error&) {
+        save();
+      }
+    }
+    for (auto& done : running) done.wait();
+  }
+  if (auto* catalog = existingCatalog()) {
+    catalog->keepOwners([](const std::string& owner) { return ownerOutlivesServer(owner); });
+  }
+  if (!savable.empty()) {
+    log()->info(
+        "saved {} of {} session(s) to {} for the next run of instance {} "
+        "(sessions.persist)",
+        saved.load(), savable.size(), config_.sessions.snapshot_dir, route_tag_);
+  }
+}
+
+namespace {
+
+// The option arguments a session's snapshot recorded (PausableSandbox's session facts).
+nlohmann::json recordedArguments(const sandbox::SnapshotRecord& record) {
+  const auto session = record.facts.extra.find("session");
+  if (session == record.facts.extra.end() || !session->is_object()) return nlohmann::json::object();
+  const auto options = session->find("options");
+  return options != session->end() && options->is_object() ? *options : nlohmann::json::object();
+}
+
+std::string kindOf(const sandbox::SnapshotRecord& record) {
+  const auto kind = record.facts.extra.find("kind");
+  return kind != record.facts.extra.end() && kind->is_string() ? kind->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::size_t SessionRegistry::revive(const OptionsReader& read_options) {
+  if (!config_.sessions.persist) return 0;
+  auto* store = factory_->snapshotStore();
+  if (store == nullptr) return 0;
+  auto* catalog = snapshots();
+  std::map<std::string, sandbox::SnapshotRecord> paused;  // the newest per session
+  std::vector<std::string> leftover;
+  std::size_t named = 0;
+  for (auto& record : store->list()) {  // oldest first
+    const auto& owner = record.facts.owner;
+    // Only what a returning owner can reach again: a 2025 HTTP session's, a fork's temporary,
+    // a named one without a catalog are removed.
+    const bool reachable =
+        ownerOutlivesServer(owner) && !checkSessionId(record.facts.session_id).has_value();
+    const auto kind = reachable ? kindOf(record) : std::string();
+    if (kind == sandbox::kSnapshotOfPause) {
+      auto [it, first] = paused.try_emplace(key(owner, record.facts.session_id), record);
+      if (!first) {
+        leftover.push_back(it->second.id);
+        it->second = std::move(record);
+      }
+    } else if (kind == sandbox::kSnapshotNamed && catalog != nullptr) {
+      try {
+        NamedSnapshot snapshot;
+        snapshot.options = read_options(recordedArguments(record));
+        snapshot.id = record.id;
+        snapshot.name = record.facts.name;
+        snapshot.session_id = record.facts.session_id;
+        snapshot.bytes = record.bytes;
+        snapshot.created_at_unix = static_cast<double>(record.created_unix);
+        catalog->adopt(owner, std::move(snapshot));
+        ++named;
+      } catch (const std::exception& e) {
+        log()->warn("snapshot '{}' of session {} is not kept: {}", record.facts.name,
+                    record.facts.session_id, e.what());
+        leftover.push_back(record.id);
+      }
+    } else {
+      leftover.push_back(record.id);
+    }
+  }
+  for (const auto& id : leftover) store->remove(id);
+
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  std::size_t revived = 0;
+  for (auto& [entry_key, record] : paused) {
+    const std::string& id = record.facts.session_id;
+    try {
+      auto session = factory_->revive(record, read_options(recordedArguments(record)));
+      session->setIdleFor(
+          std::max(std::chrono::seconds(0), now - std::chrono::seconds(record.created_unix)));
+      session->setResourceEvents(resource_events_);
+      std::lock_guard lock(mutex_);
+      if (stopping_ || sessions_.contains(entry_key)) {
+        (void)session->persist();  // kept as it is, for a later run
+        continue;
+      }
+      if (pausedCount() >= static_cast<std::size_t>(config_.sessions.max_paused_sessions)) {
+        throw SandboxError("the server holds sessions.max_paused_sessions paused sessions already");
+      }
+      std::promise<std::shared_ptr<Session>> ready;
+      ready.set_value(std::move(session));
+      sessions_.emplace(entry_key, Entry{ready.get_future().share(), record.facts.owner});
+      ++revived;
+    } catch (const std::exception& e) {
+      log()->warn("session {} is not brought back: {}", id, e.what());
+      store->remove(record.id);
+      std::lock_guard lock(mutex_);
+      lost_.remember(entry_key,
+                     std::string("the server restarted and could not bring it back: ") + e.what());
+    }
+  }
+  if (revived > 0 || named > 0) {
+    log()->info(
+        "brought back {} session(s) and {} named snapshot(s) saved by an earlier run of "
+        "instance {} (sessions.persist); each session is restored on its next call",
+        revived, named, route_tag_);
+  }
+  return revived;
 }
 
 }  // namespace server

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -68,7 +69,8 @@ class SessionRegistry {
   bool remove(const std::string& owner, const std::string& id);
   // The owner's sessions, oldest first (those still being created are left out).
   [[nodiscard]] std::vector<std::shared_ptr<Session>> list(const std::string& owner);
-  // Destroys every session of the owner (its connection closed).
+  // Destroys every session of the owner (its connection closed). With sessions.persist, an owner
+  // that outlives the server (ownerOutlivesServer: stdio) keeps them for shutdown() to save.
   void closeOwner(const std::string& owner);
   // Destroys the owner's session after its sandbox died, so the id can start fresh; the next
   // acquire() of the id reports `reason` (default: the sandbox's stop reason) as lost_reason.
@@ -96,8 +98,19 @@ class SessionRegistry {
   // Lets every session's MCP sidecar count what it decided since the last call (the metrics).
   void refreshSidecarCounts();
   // Stops creations under way (builds) and the factory's warm pool, then destroys every session;
-  // acquire() refuses from now on.
+  // acquire() refuses from now on. With sessions.persist, the sessions and named snapshots of
+  // owners that outlive the server are saved first (paused; their snapshots kept for revive()).
   void shutdown();
+
+  // Reads the option arguments sealed in a snapshot as this server's config allows them (the
+  // tools' parser): throws SandboxError when they are not allowed any more.
+  using OptionsReader = std::function<SessionOptions(const nlohmann::json& arguments)>;
+  // sessions.persist: brings back what an earlier run of this instance saved: its paused sessions
+  // (each restored on its next call) and named snapshots, of owners that outlive a server. A
+  // session its options, image or the session limits no longer allow is not brought back: its
+  // next call is told why (state_lost). Anything else left is removed. Returns the sessions
+  // brought back; 0 without persist or snapshots.
+  std::size_t revive(const OptionsReader& read_options);
 
   // One of the server's execution.max_concurrent slots and one of the caller's concurrent
   // executions, held for the life of the returned guard; throws a "busy" SandboxError naming the
@@ -128,13 +141,27 @@ class SessionRegistry {
   [[nodiscard]] std::size_t heldCount(const std::string& quota_key) const;
   // Why `key`'s session is gone, for the error that names it; mutex_ held.
   [[nodiscard]] std::string goneMessage(const std::string& key, const std::string& id) const;
+  // sessions.persist: pauses the sessions of owners that outlive the server and keeps their
+  // snapshots, and the named snapshots of those owners.
+  void saveForNextRun(const std::vector<Pending>& sessions);
   void reapLoop();
   std::vector<std::shared_ptr<Session>> takeIdle();
   // Running sessions idle past sessions.pause_after_idle_s and not in use; mutex_ held.
   std::vector<std::shared_ptr<Session>> takePausable();
   // Reserves a slot for a new session `session_id` of `caller` under the session limits (throws
-  // a "busy:" SandboxError); mutex_ held.
-  void reserve(const Caller& caller, const std::string& entry_key, Pending pending);
+  // a "busy:" SandboxError); `lock` holds mutex_ (makeRoomToRun may release it meanwhile).
+  void reserve(std::unique_lock<std::mutex>& lock, const Caller& caller,
+               const std::string& entry_key, Pending pending);
+  // Returns once fewer than sessions.max_sessions sessions run (created, being created or
+  // resuming), pausing the longest idle ones to make room; throws a "busy:" SandboxError when
+  // none can be. `lock` holds mutex_, released during a pause.
+  void makeRoomToRun(std::unique_lock<std::mutex>& lock);
+  // mutex_ held, each.
+  [[nodiscard]] std::size_t runningCount() const;
+  [[nodiscard]] std::size_t pausedCount() const;
+  // The running session idle longest that could be paused, other than `except`; null: none.
+  [[nodiscard]] std::shared_ptr<Session> longestIdleRunning(
+      const std::vector<std::shared_ptr<Session>>& except) const;
 
   const config::ServerConfig& config_;
   const std::unique_ptr<SessionFactory> factory_;
@@ -146,7 +173,8 @@ class SessionRegistry {
   // Shared with every session (a session may outlive the registry's hold on it).
   const std::shared_ptr<ResourceEvents> resource_events_ = std::make_shared<ResourceEvents>();
   std::unordered_map<std::string, Entry> sessions_;
-  LostSessions lost_;   // died: the next call under the id gets a fresh sandbox, and is told
+  std::size_t resuming_ = 0;  // paused sessions being restored: they count as running
+  LostSessions lost_;         // died: the next call under the id gets a fresh sandbox, and is told
   LostSessions ended_;  // ended (cleanup_session, idle expiry): a call under the id is told why
   ExecutionSlots slots_;
   ClientQuota client_executions_;  // per quota key

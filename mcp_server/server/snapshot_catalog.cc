@@ -161,4 +161,19 @@ int SnapshotCatalog::expire() {
   return static_cast<int>(doomed.size());
 }
 
+void SnapshotCatalog::keepOwners(const std::function<bool(const std::string&)>& keep) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(by_owner_, [&](const auto& entry) { return keep(entry.first); });
+}
+
+void SnapshotCatalog::adopt(const std::string& owner, NamedSnapshot snapshot) {
+  std::lock_guard lock(mutex_);
+  auto& held = by_owner_[owner];
+  std::erase_if(held, [&](const NamedSnapshot& s) { return s.name == snapshot.name; });
+  held.push_back(std::move(snapshot));
+  std::sort(held.begin(), held.end(), [](const NamedSnapshot& a, const NamedSnapshot& b) {
+    return a.created_at_unix < b.created_at_unix;
+  });
+}
+
 }  // namespace server

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -56,6 +57,11 @@ class SnapshotCatalog {
   [[nodiscard]] std::vector<NamedSnapshot> ofSession(const std::string& owner,
                                                      const std::string& session_id) const;
   void removeOwner(const std::string& owner);
+  // Forgets (never removes) the snapshots of owners for which `keep` holds: they outlive this
+  // catalog for a server started again (sessions.persist).
+  void keepOwners(const std::function<bool(const std::string&)>& keep);
+  // A snapshot an earlier run of this server kept (keepOwners), as it was: no quota check.
+  void adopt(const std::string& owner, NamedSnapshot snapshot);
   // The owner's snapshot `name`, if any.
   void remove(const std::string& owner, const std::string& name);
   // Removes snapshots older than the time to live; returns how many.

@@ -69,6 +69,11 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
                                          const config::ServerConfig& config) {
   ParsedSessionOptions parsed;
   auto& options = parsed.options;
+  for (const char* name : {"image", "dockerfile", "environment", "volumes", "mcp_allowlist"}) {
+    if (const auto it = arguments.find(name); it != arguments.end()) {
+      options.arguments[name] = *it;
+    }
+  }
   if (const auto it = arguments.find("image"); it != arguments.end()) {
     options.image = it->get<std::string>();
     if (options.image == config.sandbox.image) options.image.clear();  // the default, spelled out

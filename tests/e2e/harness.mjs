@@ -195,6 +195,16 @@ export async function sandboxContainerId(client, sessionId) {
   return res.structuredContent.container_id;
 }
 
+// Whether the process `pid` has exited.
+export function processExited(pid) {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 export async function waitFor(predicate, timeoutMs = 10000, what = 'condition') {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

@@ -1,13 +1,20 @@
 // Idle sessions paused to disk and resumed on their next call, end to end with the official MCP
 // client, the real server, dockerd and runsc: a variable, an open file and a background process
 // survive; the paused session holds no container; a snapshot tampered with on disk is refused and
-// the call says state_lost; nothing of the snapshots outlives the server.
+// the call says state_lost; nothing of the snapshots outlives the server, unless sessions.persist
+// asks for it: then a server stopped (SIGTERM, or its stdio client gone) and started again answers
+// the old handles of stdio clients and principals with their state, and nobody else's.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { connectStdio, containersOfInstance, waitFor } from './harness.mjs';
+import {
+  connectHttpV2, connectStdio, containersOfInstance, SERVER_BIN, processExited, startHttpServer, stopServer,
+  waitFor,
+} from './harness.mjs';
 import { call } from './flow.mjs';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-pause-'));
@@ -208,4 +215,131 @@ test('a fork carries its parent\'s state and diverges; restore_session rolls bac
   await waitFor(async () => (await containersOfInstance(instanceId)).length === 0, 15000,
     'no container of the instance after the server exits');
   assert.deepEqual(snapshotDirs(instanceDir), [], 'no snapshot outlives the server');
+});
+
+// A config file for a server that saves its sessions (sessions.persist) under `dir`/`instanceId`.
+function persistConfig(instanceId) {
+  const snapshots = path.join(dir, instanceId);
+  const file = path.join(dir, `${instanceId}.json`);
+  writeFileSync(file, JSON.stringify({
+    instance_id: instanceId,
+    pool: { size: 0 },
+    sessions: { persist: true, pause_after_idle_s: 0, snapshot_dir: snapshots },
+  }));
+  return { file, instanceDir: path.join(snapshots, instanceId) };
+}
+
+test('with sessions.persist a stdio server stopped and started again answers the old handle with its state', async () => {
+  const instanceId = `e2e-persist-${Math.random().toString(16).slice(2, 10)}`;
+  const { file, instanceDir } = persistConfig(instanceId);
+  const first = await connectStdio(['--config', file]);
+  let sid;
+  try {
+    const res = await call(first.client, 'run_code', {
+      code: [
+        'import subprocess',
+        'x = 42',
+        'notes = open("/tmp/notes.txt", "w")',
+        'notes.write("before ")',
+        'worker = subprocess.Popen(["sleep", "600"])',
+        'x',
+      ].join('\n'),
+    });
+    assert.equal(res.structuredContent.result, '42', JSON.stringify(res.structuredContent));
+    sid = res.structuredContent.session_id;
+    // SIGTERM: a drain, which saves the session instead of removing it.
+    process.kill(first.transport.pid, 'SIGTERM');
+    await waitFor(async () => processExited(first.transport.pid), 30000, 'the server to exit');
+  } finally {
+    await first.client.close();
+  }
+  assert.deepEqual(await containersOfInstance(instanceId), [], 'no container outlives the server');
+  assert.equal(snapshotDirs(instanceDir).length, 1, 'the session is saved on disk');
+
+  const second = await connectStdio(['--config', file]);
+  try {
+    const listed = await call(second.client, 'list_sessions', {});
+    const entry = listed.structuredContent.sessions.find((s) => s.session_id === sid);
+    assert.ok(entry, JSON.stringify(listed.structuredContent));
+    assert.equal(entry.state, 'paused', 'brought back paused, restored on its first call');
+    const resumed = await call(second.client, 'run_code', {
+      session_id: sid,
+      code: 'notes.write("after"); notes.flush()\n(x, open("/tmp/notes.txt").read(), worker.poll() is None)',
+    });
+    assert.equal(resumed.isError, false, JSON.stringify(resumed));
+    assert.equal(resumed.structuredContent.state_lost, false);
+    assert.equal(resumed.structuredContent.result, "(42, 'before after', True)");
+  } finally {
+    await second.client.close();  // stdin closed: saved again
+  }
+  await waitFor(async () => processExited(second.transport.pid), 30000, 'the server to exit');
+  assert.equal(snapshotDirs(instanceDir).length, 1, 'saved again when its client closed stdin');
+
+  const third = await connectStdio(['--config', file]);
+  try {
+    const again = await call(third.client, 'run_code', { session_id: sid, code: 'x + 1' });
+    assert.equal(again.structuredContent.result, '43');
+    const ended = await call(third.client, 'cleanup_session', { session_id: sid });
+    assert.equal(ended.isError, false, JSON.stringify(ended));
+  } finally {
+    await third.client.close();
+  }
+  await waitFor(async () => processExited(third.transport.pid), 30000, 'the server to exit');
+  assert.deepEqual(snapshotDirs(instanceDir), [], 'an ended session leaves nothing on disk');
+});
+
+test('with sessions.persist a principal\'s handle survives a restart of an HTTP server, and stays its own', async () => {
+  const instanceId = `e2e-persist-http-${Math.random().toString(16).slice(2, 10)}`;
+  const { file, instanceDir } = persistConfig(instanceId);
+  const alice = randomBytes(24).toString('hex');
+  const bob = randomBytes(24).toString('hex');
+  const tokens = path.join(dir, `${instanceId}-tokens.json`);
+  writeFileSync(tokens, JSON.stringify({ principals: [
+    { name: 'alice', token: alice }, { name: 'bob', token: bob },
+  ] }), { mode: 0o600 });
+  const args = ['--config', file, '--tokens-file', tokens];
+  const auth = (token) => ({ Authorization: `Bearer ${token}` });
+
+  let server = await startHttpServer(args);
+  let handle;
+  try {
+    const client = await connectHttpV2(server.url, auth(alice));
+    const res = await client.callTool({ name: 'run_code', arguments: { code: 'secret = "Xq7pLm"\nsecret' } });
+    assert.equal(res.isError, false, JSON.stringify(res));
+    handle = res.structuredContent.session_id;
+    await client.close();
+  } finally {
+    await stopServer(server);
+  }
+  assert.equal(snapshotDirs(instanceDir).length, 1, 'alice\'s session is saved');
+
+  server = await startHttpServer(args);
+  try {
+    const thief = await connectHttpV2(server.url, auth(bob));
+    const stolen = await thief.callTool({ name: 'run_code', arguments: { session_id: handle, code: 'secret' } });
+    assert.equal(stolen.isError, true, 'bob reached alice\'s saved session');
+    assert.doesNotMatch(JSON.stringify(stolen), /Xq7pLm/);
+    await thief.close();
+    const client = await connectHttpV2(server.url, auth(alice));
+    const back = await client.callTool({ name: 'run_code', arguments: { session_id: handle, code: 'secret' } });
+    assert.equal(back.isError, false, JSON.stringify(back));
+    assert.equal(back.structuredContent.result, "'Xq7pLm'");
+    assert.equal(back.structuredContent.state_lost, false);
+    await client.callTool({ name: 'cleanup_session', arguments: { session_id: handle } });
+    await client.close();
+  } finally {
+    await stopServer(server);
+  }
+  assert.deepEqual(snapshotDirs(instanceDir), []);
+  assert.deepEqual(await containersOfInstance(instanceId), []);
+});
+
+test('sessions.persist without a fixed instance_id is refused at start-up, saying what to set', () => {
+  const file = path.join(dir, 'persist-no-id.json');
+  writeFileSync(file, JSON.stringify({ sessions: { persist: true } }));
+  const env = { ...process.env };
+  delete env.SANDBOX_MCP_INSTANCE_ID;
+  const res = spawnSync(SERVER_BIN, ['--stdio', '--config', file], { env, encoding: 'utf8', timeout: 30000, input: '' });
+  assert.notEqual(res.status, 0);
+  assert.match(res.stderr, /sessions\.persist needs a fixed instance_id/);
 });

@@ -358,6 +358,7 @@ TEST(SnapshotStore, StoresStartingAtOnceAgreeOnOneKey) {
   }
   for (auto& thread : threads) thread.join();
   std::vector<std::string> sealed;
+  sealed.reserve(stores.size());
   for (auto& store : stores) sealed.push_back(sealSample(*store).id);
   stores.clear();
   // A store made afterwards (with the key on disk) verifies what each of them sealed.
@@ -570,6 +571,43 @@ TEST(SnapshotStore, AbandonedInstancesAreRemovedAndLiveOnesKept) {
   EXPECT_FALSE(fs::exists(temp / "snapshots" / "crashed"));
   EXPECT_TRUE(fs::exists(temp / "snapshots" / "live"));
   EXPECT_EQ(live.list().size(), 1U);
+}
+
+TEST(SnapshotStore, AnAbandonedInstanceWithRecentSnapshotsIsLeftForItsServer) {
+  const TempDir temp;
+  {
+    SnapshotStore stopped(temp / "snapshots", "stopped");
+    (void)sealSample(stopped);
+  }
+  const auto later = std::chrono::system_clock::now() + std::chrono::hours(2);
+  SnapshotStore sweeper(temp / "snapshots", "sweeper", [later] { return later; });
+  EXPECT_EQ(sweeper.removeAbandoned(std::chrono::hours(3)), 0)
+      << "snapshots within the window may still be brought back (sessions.persist)";
+  EXPECT_TRUE(fs::exists(temp / "snapshots" / "stopped"));
+  EXPECT_EQ(sweeper.removeAbandoned(std::chrono::hours(1)), 1);
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / "stopped"));
+}
+
+TEST(SnapshotStore, RemoveUnsealedTakesDraftsAndFailedManifestsAndKeepsSealedOnes) {
+  const TempDir temp;
+  SnapshotStore store(temp / "snapshots", "inst");
+  const auto sealed = sealSample(store);
+  const auto tampered = sealSample(store);
+  {
+    const auto manifest = tampered.dir / sandbox::kManifestFileName;
+    std::ifstream in(manifest);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = text.find("alice");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 5, "mallo");  // another owner, without the key to sign it
+    std::ofstream(manifest, std::ios::trunc) << text;
+  }
+  const auto draft_dir = temp / "snapshots" / "inst" / std::string(32, 'd');
+  fs::create_directories(draft_dir);  // a checkpoint a crash cut short
+  EXPECT_EQ(store.removeUnsealed(), 2);
+  EXPECT_TRUE(store.find(sealed.id));
+  EXPECT_FALSE(fs::exists(tampered.dir));
+  EXPECT_FALSE(fs::exists(draft_dir));
 }
 
 }  // namespace

@@ -250,4 +250,46 @@ TEST_F(PausingRegistryTest, ARestoreThatFailsStartsTheIdFreshAndSaysWhy) {
       << "the fresh sandbox must not hold the old state";
 }
 
+TEST_F(PausingRegistryTest, PastMaxSessionsTheLongestIdleSessionIsPausedToMakeRoom) {
+  cfg.sessions.pause_after_idle_s = 0;  // only the limit pauses here
+  cfg.sessions.max_sessions = 2;
+  auto oldest = acquire().session;
+  oldest->sandbox().writeFile("/workspace/x", "oldest", 0644);
+  std::this_thread::sleep_for(20ms);
+  auto middle = acquire().session;
+  std::this_thread::sleep_for(20ms);
+
+  auto newest = acquire().session;  // a third running session would pass the limit
+  EXPECT_EQ(oldest->state(), "paused") << "the longest idle one makes room";
+  EXPECT_EQ(middle->state(), "running");
+  EXPECT_EQ(backend.live.load(), 2);
+  EXPECT_EQ(registry().size(), 3U) << "paused sessions do not count against max_sessions";
+
+  const auto back = acquire(oldest->id());  // resuming it pauses the now longest idle: middle
+  EXPECT_EQ(back.session->sandbox().readFile("/workspace/x", 10), "oldest");
+  EXPECT_EQ(middle->state(), "paused");
+  EXPECT_EQ(backend.live.load(), 2);
+}
+
+TEST_F(PausingRegistryTest, WithNoSessionToPausePastMaxSessionsANewOneIsRefused) {
+  cfg.sessions.pause_after_idle_s = 0;
+  cfg.sessions.max_sessions = 1;
+  cfg.sessions.max_paused_sessions = 1;
+  auto first = acquire().session;
+  auto second = acquire().session;  // first is paused
+  EXPECT_EQ(first->state(), "paused");
+  try {
+    (void)acquire();  // second cannot be paused: max_paused_sessions is reached
+    FAIL() << "a session past both limits";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("sessions.max_sessions"), std::string::npos) << e.what();
+  }
+  {
+    server::SessionUse busy(second);
+    (void)registry().remove("alice", first->id());
+    EXPECT_THROW((void)acquire(), SandboxError) << "a session in use is never paused for room";
+  }
+  EXPECT_EQ(backend.live.load(), 1);
+}
+
 }  // namespace
