@@ -11,14 +11,16 @@
 #   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
 #   preload.mjs  the warm pool's Python preload: first data-stack import (preload.{md,json})
 #   pause.mjs    idle sessions paused to disk: pause time, memory released, the next call's time
-#                with the resume (pause.{md,json})
+#                with the resume, sessions.persist across a restart (pause.{md,json})
+#   many_paused.mjs  BENCH_PAUSED_SESSIONS paused sessions beside 64 running: a new session past
+#                the limit, memory and disk (many_paused.{md,json})
 #   figures.mjs  a figure's round trip as image content, a DataFrame preview (figures.{md,json})
 #   workloads.mjs real code (printing, numpy, pandas, files, processes, git, sqlite) in a sandbox
 #                against a plain runc container of the same image and limits (workloads.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
 #   bench/run.sh scale             only one of them (bench, channel, connect, remote, scale, sidecar,
-#                                  preload, pause, figures or workloads)
+#                                  preload, pause, many_paused, figures or workloads)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -127,11 +129,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs pause.mjs figures.mjs workloads.mjs) script
+  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs pause.mjs many_paused.mjs figures.mjs workloads.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | connect | remote | scale | sidecar | preload | pause | figures | workloads) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, preload, pause, figures or workloads (or nothing for all)" ;;
+    bench | channel | connect | remote | scale | sidecar | preload | pause | many_paused | figures | workloads) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, preload, pause, many_paused, figures or workloads (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     if [[ "${script}" == remote.mjs ]]; then

@@ -120,7 +120,7 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
         session->touch();
         {
           std::unique_lock room(mutex_);
-          makeRoomToRun(room);
+          makeRoomToRun(room, /*for_paused=*/true);
           ++resuming_;  // counts as running from now on
         }
         const struct Resumed {
@@ -224,7 +224,7 @@ std::shared_ptr<Session> SessionRegistry::longestIdleRunning(
   return idlest;
 }
 
-void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock) {
+void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, bool for_paused) {
   // Past max_sessions running, the longest idle session is paused to disk (a few tries: one may
   // be called meanwhile, or hold a connection gVisor cannot save).
   constexpr std::size_t kTries = 4;
@@ -232,8 +232,10 @@ void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock) {
   std::vector<std::shared_ptr<Session>> tried;
   while (runningCount() >= limit) {
     std::shared_ptr<Session> idlest;
-    if (tried.size() < kTries &&
-        pausedCount() < static_cast<std::size_t>(config_.sessions.max_paused_sessions)) {
+    // A paused session resuming leaves the paused ones: another may take its place.
+    const auto paused_room =
+        static_cast<std::size_t>(config_.sessions.max_paused_sessions) + (for_paused ? 1 : 0);
+    if (tried.size() < kTries && pausedCount() < paused_room) {
       idlest = longestIdleRunning(tried);
     }
     if (!idlest) {
@@ -262,7 +264,7 @@ void SessionRegistry::reserve(std::unique_lock<std::mutex>& lock, const Caller& 
                        "by passing its session_id.");
   };
   check_client();  // before anyone is paused for it
-  makeRoomToRun(lock);
+  makeRoomToRun(lock, /*for_paused=*/false);
   check_client();  // again: the lock was released if a session was paused
   sessions_.emplace(entry_key, Entry{std::move(pending), caller.quota_key});
 }

@@ -154,8 +154,9 @@ class SessionRegistry {
                const std::string& entry_key, Pending pending);
   // Returns once fewer than sessions.max_sessions sessions run (created, being created or
   // resuming), pausing the longest idle ones to make room; throws a "busy:" SandboxError when
-  // none can be. `lock` holds mutex_, released during a pause.
-  void makeRoomToRun(std::unique_lock<std::mutex>& lock);
+  // none can be. `for_paused`: the room is for a paused session, whose place among the
+  // max_paused_sessions another may take. `lock` holds mutex_, released during a pause.
+  void makeRoomToRun(std::unique_lock<std::mutex>& lock, bool for_paused);
   // mutex_ held, each.
   [[nodiscard]] std::size_t runningCount() const;
   [[nodiscard]] std::size_t pausedCount() const;

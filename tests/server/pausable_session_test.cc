@@ -284,9 +284,12 @@ TEST_F(PausingRegistryTest, WithNoSessionToPausePastMaxSessionsANewOneIsRefused)
   } catch (const SandboxError& e) {
     EXPECT_NE(std::string(e.what()).find("sessions.max_sessions"), std::string::npos) << e.what();
   }
+  const auto back = acquire(first->id());  // a swap: second takes first's place among the paused
+  EXPECT_EQ(back.session->state(), "running");
+  EXPECT_EQ(second->state(), "paused");
   {
-    server::SessionUse busy(second);
-    (void)registry().remove("alice", first->id());
+    server::SessionUse busy(back.session);
+    (void)registry().remove("alice", second->id());
     EXPECT_THROW((void)acquire(), SandboxError) << "a session in use is never paused for room";
   }
   EXPECT_EQ(backend.live.load(), 1);
