@@ -145,8 +145,10 @@ struct SessionsConfig {
   // Sessions whose sandbox runs (or is being created) at once; past it, the longest idle one is
   // paused to make room when sessions can be paused, else new sessions are refused ("busy").
   std::int64_t max_sessions = 64;
-  // Paused sessions kept on disk (server-wide); past it, idle sessions stay running.
+  // Paused sessions kept on disk (server-wide), in count and in their snapshots' bytes; past
+  // either, idle sessions stay running.
   std::int64_t max_paused_sessions = 1024;
+  std::int64_t max_paused_gib = 32;
   std::int64_t idle_timeout_s = 900;
   // Sessions one client (one MCP session) may hold; the rest of max_sessions stays for others.
   std::int64_t max_sessions_per_client = 16;

@@ -62,6 +62,7 @@ json toJson(const ServerConfig& c) {
              {"idle_timeout_s", c.sessions.idle_timeout_s},
              {"pause_after_idle_s", c.sessions.pause_after_idle_s},
              {"max_paused_sessions", c.sessions.max_paused_sessions},
+             {"max_paused_gib", c.sessions.max_paused_gib},
              {"snapshot_dir", c.sessions.snapshot_dir},
              {"max_snapshots_per_client", c.sessions.max_snapshots_per_client},
              {"max_snapshot_mib_per_client", c.sessions.max_snapshot_mib_per_client},

@@ -67,6 +67,7 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.read("max_sessions_per_client", out.max_sessions_per_client);
   r.read("pause_after_idle_s", out.pause_after_idle_s);
   r.read("max_paused_sessions", out.max_paused_sessions);
+  r.read("max_paused_gib", out.max_paused_gib);
   r.read("snapshot_dir", out.snapshot_dir);
   r.read("max_snapshots_per_client", out.max_snapshots_per_client);
   r.read("max_snapshot_mib_per_client", out.max_snapshot_mib_per_client);
@@ -76,6 +77,7 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.rejectUnknown();
   requireAtLeast(out.pause_after_idle_s, 0, "sessions.pause_after_idle_s");
   requireAtLeast(out.max_paused_sessions, 0, "sessions.max_paused_sessions");
+  requireAtLeast(out.max_paused_gib, 1, "sessions.max_paused_gib");
   requireAtLeast(out.max_snapshots_per_client, 0, "sessions.max_snapshots_per_client");
   requireAtLeast(out.max_snapshot_mib_per_client, 1, "sessions.max_snapshot_mib_per_client");
   requireAtLeast(out.snapshot_ttl_s, 1, "sessions.snapshot_ttl_s");

@@ -153,7 +153,13 @@ void PausableSandbox::pauseLocked() {
 
 bool PausableSandbox::persist() {
   if (store_ == nullptr) return false;
-  std::unique_lock lock(mutex_);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(kPersistWait)) {
+    logger().warn(
+        "session {}: not saved, so it ends with this server: a call still runs after {} s",
+        session_id_, kPersistWait.count());
+    return false;
+  }
   if (lost_reason_) return false;
   if (live_) {
     if (!live_->alive()) return false;

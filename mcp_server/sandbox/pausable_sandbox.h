@@ -80,6 +80,7 @@ class PausableSandbox final : public Sandbox {
   // for a call still running), and keeps the pause's snapshot when this goes. False when there
   // is nothing to keep (no store, lost, the checkpoint failed: logged).
   bool persist();
+  inline static constexpr std::chrono::seconds kPersistWait{5};  // for a call still running
 
   // Replaces the sandbox with one restored from the store's snapshot `snapshot_id` (which stays):
   // the current state goes. Throws SandboxError when that fails; the sandbox runs on unchanged.
@@ -118,7 +119,7 @@ class PausableSandbox final : public Sandbox {
   const nlohmann::json session_facts_;
   const std::string first_id_;
 
-  mutable std::shared_mutex mutex_;         // guards everything below but the atomics
+  mutable std::shared_timed_mutex mutex_;   // guards everything below but the atomics
   std::unique_ptr<Sandbox> live_;           // null while paused or lost
   std::optional<SnapshotRecord> snapshot_;  // the pause's, while paused
   std::optional<std::string> lost_reason_;

@@ -323,7 +323,18 @@ SnapshotStore::~SnapshotStore() {
   }
 }
 
-int SnapshotStore::removeAbandoned(std::chrono::seconds unchanged_for) {
+void SnapshotStore::keepForRestart(bool keep) {
+  const auto mark = root_ / ("." + instance_id_ + ".persist");
+  if (!keep) {
+    ::unlink(mark.c_str());
+    return;
+  }
+  const common::UniqueFd fd(
+      ::open(mark.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) logger().warn("cannot mark {} for a restart: {}", mark.string(), std::strerror(errno));
+}
+
+int SnapshotStore::removeAbandoned(std::chrono::seconds kept_for) {
   int removed = 0;
   const std::int64_t now = nowUnix();
   std::error_code ec;
@@ -337,9 +348,11 @@ int SnapshotStore::removeAbandoned(std::chrono::seconds unchanged_for) {
     const auto lock_path = root_ / ("." + name + ".lock");
     const auto lock = lockInstance(lock_path, /*create=*/false);
     if (!lock) continue;
-    // Its server may come back for snapshots still within their time to live (sessions.persist).
+    // A server with sessions.persist comes back for its snapshots within their time to live.
+    const auto mark = root_ / ("." + name + ".persist");
+    const bool kept = ::access(mark.c_str(), F_OK) == 0;
     if (const auto changed = newestChange(entry.path());
-        unchanged_for.count() > 0 && changed && now - *changed <= unchanged_for.count()) {
+        kept && changed && now - *changed <= kept_for.count()) {
       continue;
     }
     fs::remove_all(entry.path(), ec);
@@ -349,6 +362,7 @@ int SnapshotStore::removeAbandoned(std::chrono::seconds unchanged_for) {
       continue;
     }
     ::unlink(lock_path.c_str());
+    ::unlink(mark.c_str());
     ++removed;
   }
   return removed;
@@ -502,8 +516,11 @@ int SnapshotStore::removeIf(
     try {
       const auto manifest = loadManifest(dir_fd.get(), entry.path(), id, key_, instance_id_);
       if (manifest) sealed_at = manifest->record.created_unix;
-    } catch (const SandboxError&) {
-      // Unreadable: the age of its directory decides, as for a draft left by a crash.
+    } catch (const SnapshotTamperedError&) {
+      // Fails its check: not sealed; the age of its directory decides, as for a crash's draft.
+    } catch (const SandboxError& e) {
+      logger().warn("snapshot {} left alone: its manifest cannot be read now: {}", id, e.what());
+      continue;  // e.g. out of descriptors: a good snapshot must not be lost to that
     }
     struct stat info {};
     if (::fstat(dir_fd.get(), &info) != 0) continue;

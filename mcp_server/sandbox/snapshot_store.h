@@ -102,11 +102,15 @@ class SnapshotStore {
   // The image bytes of `owner`'s sealed snapshots together: for quotas.
   [[nodiscard]] std::uint64_t totalBytes(const std::string& owner);
 
+  // Marks this instance's snapshots as ones its server comes back for after a stop
+  // (sessions.persist: <root>/.<instance_id>.persist), or removes the mark.
+  void keepForRestart(bool keep);
+
   // Removes the directories of other instances that no live store holds (a server that crashed,
-  // often under a random instance id) and in which nothing changed for `unchanged_for` (a
-  // stopped server with sessions.persist comes back for younger ones): each store holds
-  // <root>/.<instance_id>.lock (flock) for its life. Returns how many directories it removed.
-  int removeAbandoned(std::chrono::seconds unchanged_for = std::chrono::seconds(0));
+  // often under a random instance id): each store holds <root>/.<instance_id>.lock (flock) for
+  // its life. An instance marked keepForRestart() is left alone until nothing in it changed for
+  // `kept_for`. Returns how many directories it removed.
+  int removeAbandoned(std::chrono::seconds kept_for = std::chrono::seconds(0));
 
  private:
   // Removes each of this instance's snapshot directories for which `doomed(sealed_at,

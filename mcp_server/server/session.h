@@ -92,10 +92,6 @@ class Session {
 
   void countExecution() noexcept { executions_.fetch_add(1); }
   void touch() noexcept { last_used_ns_.store(Clock::now().time_since_epoch().count()); }
-  // A session brought back by a server started again has been idle since it was saved.
-  void setIdleFor(std::chrono::seconds idle) noexcept {
-    last_used_ns_.store((Clock::now() - idle).time_since_epoch().count());
-  }
   // Marks the session busy so the idle reaper leaves it alone during long executions.
   void beginUse() noexcept;
   void endUse() noexcept;

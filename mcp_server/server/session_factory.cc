@@ -285,11 +285,13 @@ sandbox::SnapshotStore* SessionFactory::snapshotStore() {
   // Without sessions.persist no snapshot outlives its server: what a crashed run left goes. With
   // it, the sealed ones within their time to live wait for SessionRegistry::revive(), and a
   // stopped server of another instance id may still come back for its own.
-  const auto keep = config_.sessions.persist ? std::chrono::seconds(config_.sessions.snapshot_ttl_s)
-                                             : std::chrono::seconds(0);
-  const int stale = store_->removeOlderThan(keep) + store_->removeUnsealed();
+  const std::chrono::seconds ttl(config_.sessions.snapshot_ttl_s);
+  store_->keepForRestart(config_.sessions.persist);
+  const int stale =
+      store_->removeOlderThan(config_.sessions.persist ? ttl : std::chrono::seconds(0)) +
+      store_->removeUnsealed();
   if (stale > 0) log()->info("removed {} snapshot(s) a previous run of this instance left", stale);
-  if (const int abandoned = store_->removeAbandoned(keep); abandoned > 0) {
+  if (const int abandoned = store_->removeAbandoned(ttl); abandoned > 0) {
     log()->info("removed the snapshots of {} server instance(s) that are no longer running",
                 abandoned);
   }
@@ -312,6 +314,7 @@ std::shared_ptr<Session> SessionFactory::restore(const std::string& owner, const
     throw SandboxError("snapshot " + snapshot_id + " belongs to another client");
   }
   if (record->facts.image.empty()) throw SandboxError("the snapshot does not name its image");
+  checkStillAllowed(options);  // a snapshot an earlier run kept, under a config changed since
   // Exactly the image that ran (its id): no build, no tag that may point elsewhere now.
   sandbox::SandboxSpec spec = baseSpec(options, nullptr, record->facts.image);
   const auto format = backend_.checkpointFormat(spec.runtime);

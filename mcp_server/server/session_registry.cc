@@ -115,30 +115,11 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
         forget(session);
         continue;
       }
-      if (session->paused()) {
-        // Touched first: neither the idle expiry nor the pauser takes it during the restore.
-        session->touch();
-        {
-          std::unique_lock room(mutex_);
-          makeRoomToRun(room, /*for_paused=*/true);
-          ++resuming_;  // counts as running from now on
-        }
-        const struct Resumed {
-          SessionRegistry& registry;
-          ~Resumed() {
-            const std::lock_guard done(registry.mutex_);
-            --registry.resuming_;
-          }
-        } resumed{*this};
-        try {
-          session->resume();
-        } catch (const SandboxError&) {
-          if (session->state() != "lost") throw;  // the engine failed: the state is kept
-          forget(session);  // its stop reason says why the restore failed; the id starts fresh
-          continue;
-        }
-        session->touch();
+      if (session->paused() && !resumeWithRoom(session)) {
+        forget(session);  // its stop reason says why the restore failed; the id starts fresh
+        continue;
       }
+      session->touch();  // in use from now: never the idlest to pause for room
       if (options_given) {
         if (auto field = firstDifference(session->options(), options); !field.empty()) {
           throw SandboxError("session '" + session_id + "' was created with a different " + field +
@@ -179,6 +160,31 @@ SessionRegistry::Acquired SessionRegistry::acquire(const Caller& caller, const s
   }
 }
 
+bool SessionRegistry::resumeWithRoom(const std::shared_ptr<Session>& session) {
+  // Touched first: neither the idle expiry nor the pauser takes it during the restore.
+  session->touch();
+  {
+    std::unique_lock room(mutex_);
+    makeRoomToRun(room, session.get());
+    ++resuming_;  // counts as running from now on
+  }
+  const struct Resumed {
+    SessionRegistry& registry;
+    ~Resumed() {
+      const std::lock_guard done(registry.mutex_);
+      --registry.resuming_;
+    }
+  } resumed{*this};
+  try {
+    session->resume();
+  } catch (const SandboxError&) {
+    if (session->state() != "lost") throw;  // the engine failed: the state is kept
+    return false;
+  }
+  session->touch();
+  return true;
+}
+
 std::size_t SessionRegistry::runningCount() const {
   std::size_t running = resuming_;
   for (const auto& [k, entry] : sessions_) {
@@ -194,16 +200,25 @@ std::size_t SessionRegistry::runningCount() const {
   return running;
 }
 
-std::size_t SessionRegistry::pausedCount() const {
-  std::size_t paused = 0;
+SessionRegistry::PausedTally SessionRegistry::pausedTally() const {
+  PausedTally tally;
   for (const auto& [k, entry] : sessions_) {
     if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
     try {
-      paused += entry.pending.get()->paused() ? 1 : 0;
+      const auto& session = entry.pending.get();
+      if (!session->paused()) continue;
+      ++tally.count;
+      tally.bytes += session->snapshotBytes();
     } catch (const std::exception&) {
     }
   }
-  return paused;
+  return tally;
+}
+
+bool SessionRegistry::roomToPause(PausedTally paused) const {
+  return paused.count < static_cast<std::size_t>(config_.sessions.max_paused_sessions) &&
+         paused.bytes <
+             static_cast<std::uint64_t>(config_.sessions.max_paused_gib) * 1024 * 1024 * 1024;
 }
 
 std::shared_ptr<Session> SessionRegistry::longestIdleRunning(
@@ -224,7 +239,7 @@ std::shared_ptr<Session> SessionRegistry::longestIdleRunning(
   return idlest;
 }
 
-void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, bool for_paused) {
+void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, const Session* resuming) {
   // Past max_sessions running, the longest idle session is paused to disk (a few tries: one may
   // be called meanwhile, or hold a connection gVisor cannot save).
   constexpr std::size_t kTries = 4;
@@ -233,9 +248,12 @@ void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, bool for
   while (runningCount() >= limit) {
     std::shared_ptr<Session> idlest;
     // A paused session resuming leaves the paused ones: another may take its place.
-    const auto paused_room =
-        static_cast<std::size_t>(config_.sessions.max_paused_sessions) + (for_paused ? 1 : 0);
-    if (tried.size() < kTries && pausedCount() < paused_room) {
+    auto on_disk = pausedTally();
+    if (resuming != nullptr && resuming->paused()) {
+      on_disk.count -= 1;
+      on_disk.bytes -= std::min(on_disk.bytes, resuming->snapshotBytes());
+    }
+    if (tried.size() < kTries && roomToPause(on_disk)) {
       idlest = longestIdleRunning(tried);
     }
     if (!idlest) {
@@ -264,7 +282,7 @@ void SessionRegistry::reserve(std::unique_lock<std::mutex>& lock, const Caller& 
                        "by passing its session_id.");
   };
   check_client();  // before anyone is paused for it
-  makeRoomToRun(lock, /*for_paused=*/false);
+  makeRoomToRun(lock, /*resuming=*/nullptr);
   check_client();  // again: the lock was released if a session was paused
   sessions_.emplace(entry_key, Entry{std::move(pending), caller.quota_key});
 }
@@ -445,6 +463,7 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::fork(const Caller& caller
 }
 
 std::string SessionRegistry::goneMessage(const std::string& key, const std::string& id) const {
+  if (const auto lost = lost_.peek(key)) return lostSandboxMessage(id, *lost);
   const auto why = ended_.peek(key);
   if (!why) return unknownSessionMessage(id);
   return "Session '" + id + "' has ended (" + *why +
@@ -453,7 +472,7 @@ std::string SessionRegistry::goneMessage(const std::string& key, const std::stri
 }
 
 std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const std::string& id,
-                                               IfStarting if_starting) {
+                                               IfStarting if_starting, IfPaused if_paused) {
   if (auto problem = checkSessionId(id)) throw SandboxError(*problem);
   Pending pending;
   {
@@ -474,11 +493,14 @@ std::shared_ptr<Session> SessionRegistry::find(const std::string& owner, const s
   } catch (const std::exception&) {
     throw SandboxError(unknownSessionMessage(id));
   }
-  if (!session->sandbox().alive()) {
+  const bool lost = !session->sandbox().alive() || (if_paused == IfPaused::kResume &&
+                                                    session->paused() && !resumeWithRoom(session));
+  if (lost) {
     const std::string reason = session->sandbox().stopReason().value_or("the sandbox stopped");
     forget(session, reason);
     throw SandboxError(lostSandboxMessage(id, reason));
   }
+  if (if_paused == IfPaused::kResume) session->touch();  // about to be used
   return session;
 }
 
@@ -625,15 +647,14 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::takePausable() {
   std::vector<std::shared_ptr<Session>> out;
   const auto after = config_.sessions.pause_after_idle_s;
   if (after <= 0) return out;
-  const auto paused = pausedCount();
-  const auto room = static_cast<std::size_t>(config_.sessions.max_paused_sessions);
-  if (paused >= room) return out;  // idle sessions stay running until a paused one ends
+  auto paused = pausedTally();  // past its bounds, idle sessions stay running
   for (const auto& [k, entry] : sessions_) {
     if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
     try {
       auto session = entry.pending.get();
       if (session->state() == "running" && !session->inUse() &&
-          session->idleSeconds() >= static_cast<double>(after) && paused + out.size() < room) {
+          session->idleSeconds() >= static_cast<double>(after) && roomToPause(paused)) {
+        ++paused.count;  // its bytes are known once it is paused
         out.push_back(std::move(session));
       }
     } catch (const std::exception&) {
@@ -815,23 +836,30 @@ std::size_t SessionRegistry::revive(const OptionsReader& read_options) {
   }
   for (const auto& id : leftover) store->remove(id);
 
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  // Newest first: at the limits, the sessions used last come back.
+  std::vector<std::pair<std::string, sandbox::SnapshotRecord>> newest_first(paused.begin(),
+                                                                            paused.end());
+  std::sort(newest_first.begin(), newest_first.end(), [](const auto& a, const auto& b) {
+    return a.second.created_unix > b.second.created_unix;
+  });
+  // What a server saves is what ran (max_sessions) and what was paused (max_paused_sessions).
+  const auto room = static_cast<std::size_t>(config_.sessions.max_paused_sessions +
+                                             config_.sessions.max_sessions);
   std::size_t revived = 0;
-  for (auto& [entry_key, record] : paused) {
+  for (auto& [entry_key, record] : newest_first) {
     const std::string& id = record.facts.session_id;
     try {
       auto session = factory_->revive(record, read_options(recordedArguments(record)));
-      session->setIdleFor(
-          std::max(std::chrono::seconds(0), now - std::chrono::seconds(record.created_unix)));
       session->setResourceEvents(resource_events_);
       std::lock_guard lock(mutex_);
       if (stopping_ || sessions_.contains(entry_key)) {
         (void)session->persist();  // kept as it is, for a later run
         continue;
       }
-      if (pausedCount() >= static_cast<std::size_t>(config_.sessions.max_paused_sessions)) {
-        throw SandboxError("the server holds sessions.max_paused_sessions paused sessions already");
+      if (pausedTally().count >= room) {
+        throw SandboxError(
+            "the server brought back sessions.max_sessions + max_paused_sessions "
+            "sessions used more recently");
       }
       std::promise<std::shared_ptr<Session>> ready;
       ready.set_value(std::move(session));

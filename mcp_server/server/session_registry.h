@@ -60,10 +60,16 @@ class SessionRegistry {
   // take minutes): wait for it, or refuse at once (a request that must not hold its thread).
   enum class IfStarting { kWait, kRefuse };
 
+  // What find() does with a paused session: restore it (making room under max_sessions) before
+  // it is used, or leave it paused (a request that only reads its counters).
+  enum class IfPaused { kResume, kLeave };
+
   // The owner's existing session, or a SandboxError telling how to create one. A session whose
-  // sandbox has died is forgotten (remembered as lost) and reported as a SandboxError.
+  // sandbox has died (or could not be restored) is forgotten (remembered as lost) and reported
+  // as a SandboxError.
   [[nodiscard]] std::shared_ptr<Session> find(const std::string& owner, const std::string& id,
-                                              IfStarting if_starting = IfStarting::kWait);
+                                              IfStarting if_starting = IfStarting::kWait,
+                                              IfPaused if_paused = IfPaused::kResume);
 
   // Destroys the owner's session; false when it did not exist.
   bool remove(const std::string& owner, const std::string& id);
@@ -154,12 +160,22 @@ class SessionRegistry {
                const std::string& entry_key, Pending pending);
   // Returns once fewer than sessions.max_sessions sessions run (created, being created or
   // resuming), pausing the longest idle ones to make room; throws a "busy:" SandboxError when
-  // none can be. `for_paused`: the room is for a paused session, whose place among the
-  // max_paused_sessions another may take. `lock` holds mutex_, released during a pause.
-  void makeRoomToRun(std::unique_lock<std::mutex>& lock, bool for_paused);
+  // none can be. `resuming`: the room is for that paused session, whose place among the paused
+  // ones another may take. `lock` holds mutex_, released during a pause.
+  void makeRoomToRun(std::unique_lock<std::mutex>& lock, const Session* resuming);
+  // Restores the paused `session` once there is room for it to run; false when its state is
+  // lost (the caller forgets it); throws SandboxError (busy, or the engine failed: state kept).
+  bool resumeWithRoom(const std::shared_ptr<Session>& session);
+  struct PausedTally {
+    std::size_t count = 0;
+    std::uint64_t bytes = 0;  // their snapshots on disk
+  };
   // mutex_ held, each.
   [[nodiscard]] std::size_t runningCount() const;
-  [[nodiscard]] std::size_t pausedCount() const;
+  [[nodiscard]] PausedTally pausedTally() const;
+  // Whether one more session may be paused beside `paused` (max_paused_sessions,
+  // max_paused_gib).
+  [[nodiscard]] bool roomToPause(PausedTally paused) const;
   // The running session idle longest that could be paused, other than `except`; null: none.
   [[nodiscard]] std::shared_ptr<Session> longestIdleRunning(
       const std::vector<std::shared_ptr<Session>>& except) const;

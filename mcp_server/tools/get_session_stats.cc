@@ -62,7 +62,10 @@ Tool makeGetSessionStatsTool() {
        {"openWorldHint", false}}};
   return Tool{
       std::move(spec), [](const json& arguments, ToolContext& ctx) {
-        auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"));
+        // Its counters only: a paused session stays paused.
+        auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"),
+                                         server::SessionRegistry::IfStarting::kWait,
+                                         server::SessionRegistry::IfPaused::kLeave);
         auto& box = session->sandbox();
         ToolResult out;
         out.structured = {{"session_id", session->id()},

@@ -573,19 +573,24 @@ TEST(SnapshotStore, AbandonedInstancesAreRemovedAndLiveOnesKept) {
   EXPECT_EQ(live.list().size(), 1U);
 }
 
-TEST(SnapshotStore, AnAbandonedInstanceWithRecentSnapshotsIsLeftForItsServer) {
+TEST(SnapshotStore, AnAbandonedInstanceMarkedForRestartIsLeftForItsServerWithinTheWindow) {
   const TempDir temp;
   {
     SnapshotStore stopped(temp / "snapshots", "stopped");
+    stopped.keepForRestart(true);
     (void)sealSample(stopped);
+    SnapshotStore crashed(temp / "snapshots", "crashed");
+    (void)sealSample(crashed);
   }
   const auto later = std::chrono::system_clock::now() + std::chrono::hours(2);
   SnapshotStore sweeper(temp / "snapshots", "sweeper", [later] { return later; });
-  EXPECT_EQ(sweeper.removeAbandoned(std::chrono::hours(3)), 0)
+  EXPECT_EQ(sweeper.removeAbandoned(std::chrono::hours(3)), 1) << "only the unmarked one goes";
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / "crashed"));
+  EXPECT_TRUE(fs::exists(temp / "snapshots" / "stopped"))
       << "snapshots within the window may still be brought back (sessions.persist)";
-  EXPECT_TRUE(fs::exists(temp / "snapshots" / "stopped"));
   EXPECT_EQ(sweeper.removeAbandoned(std::chrono::hours(1)), 1);
   EXPECT_FALSE(fs::exists(temp / "snapshots" / "stopped"));
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / ".stopped.persist"));
 }
 
 TEST(SnapshotStore, RemoveUnsealedTakesDraftsAndFailedManifestsAndKeepsSealedOnes) {

@@ -271,6 +271,25 @@ TEST_F(PausingRegistryTest, PastMaxSessionsTheLongestIdleSessionIsPausedToMakeRo
   EXPECT_EQ(backend.live.load(), 2);
 }
 
+TEST_F(PausingRegistryTest, AFileCallOnAPausedSessionMakesRoomAndStatsLeaveItPaused) {
+  cfg.sessions.pause_after_idle_s = 0;
+  cfg.sessions.max_sessions = 1;
+  auto first = acquire().session;
+  first->sandbox().writeFile("/workspace/x", "first", 0644);
+  auto second = acquire().session;
+  ASSERT_EQ(first->state(), "paused");
+
+  const auto counted =
+      registry().find("alice", first->id(), server::SessionRegistry::IfStarting::kWait,
+                      server::SessionRegistry::IfPaused::kLeave);
+  EXPECT_EQ(counted->state(), "paused") << "reading its counters resumed it";
+  const auto used = registry().find("alice", first->id());  // as download_file does
+  EXPECT_EQ(used->state(), "running");
+  EXPECT_EQ(second->state(), "paused") << "the resume made room under max_sessions";
+  EXPECT_EQ(backend.live.load(), 1);
+  EXPECT_EQ(used->sandbox().readFile("/workspace/x", 10), "first");
+}
+
 TEST_F(PausingRegistryTest, WithNoSessionToPausePastMaxSessionsANewOneIsRefused) {
   cfg.sessions.pause_after_idle_s = 0;
   cfg.sessions.max_sessions = 1;

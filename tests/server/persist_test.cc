@@ -162,6 +162,11 @@ TEST_F(PersistTest, AnotherInstanceNeverBringsThemBackNorRemovesThem) {
   EXPECT_THROW((void)other.acquire(callerOf("stdio"), id, {}, false), SandboxError);
   EXPECT_EQ(snapshotsIn(root / "replica-a"), 1U)
       << "a stopped instance's saved sessions within sessions.snapshot_ttl_s are left for it";
+  cfg.sessions.persist = false;
+  auto& without_persist = start("replica-c");
+  (void)without_persist.snapshots();  // opens the store, which sweeps abandoned instances
+  EXPECT_EQ(snapshotsIn(root / "replica-a"), 1U) << "a server without persist removed them";
+  cfg.sessions.persist = true;
 
   auto& same = start("replica-a");
   EXPECT_EQ(same.acquire(callerOf("stdio"), id, {}, false)
