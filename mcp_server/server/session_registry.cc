@@ -796,7 +796,12 @@ std::string kindOf(const sandbox::SnapshotRecord& record) {
 std::size_t SessionRegistry::revive(const OptionsReader& read_options) {
   if (!config_.sessions.persist) return 0;
   auto* store = factory_->snapshotStore();
-  if (store == nullptr) return 0;
+  if (store == nullptr) {
+    log()->warn(
+        "sessions.persist is on, but this server cannot save sessions (no snapshots here: the "
+        "log says why above); sessions end with the server");
+    return 0;
+  }
   auto* catalog = snapshots();
   std::map<std::string, sandbox::SnapshotRecord> paused;  // the newest per session
   std::vector<std::string> leftover;
