@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVER_BIN, dockerGet } from '../tests/e2e/harness.mjs';
+import { SERVER_BIN, dockerGet, stopServer, waitFor } from '../tests/e2e/harness.mjs';
 
 export const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 export const RESULTS_DIR = process.env.BENCH_RESULTS_DIR || path.join(BENCH_DIR, 'results');
@@ -86,6 +86,20 @@ export async function managedContainersOf(pid) {
   }));
   const { body } = await dockerGet(`/containers/json?all=1&filters=${filters}`);
   return body;
+}
+
+// SIGTERMs a benchmark's server and waits up to `timeoutMs` for its containers to go; the error
+// a benchmark must fail with (a bad exit, or a leak), or undefined.
+export async function stopServerChecked(server, timeoutMs = 15000) {
+  const code = await stopServer(server);
+  if (code !== 0) return new Error(`server exited with ${code} after SIGTERM`);
+  try {
+    await waitFor(async () => (await managedContainersOf(server.pid)).length === 0, timeoutMs,
+      'removal of the server\'s containers');
+  } catch (e) {
+    return new Error(`LEAK: ${e.message}`);
+  }
+  return undefined;
 }
 
 // --- machine info ----------------------------------------------------------------------------

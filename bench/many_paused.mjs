@@ -11,10 +11,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  connectHttp, containersOfInstance, getEndpoint, startHttpServer, stopServer, waitFor,
+  connectHttp, containersOfInstance, getEndpoint, startHttpServer,
 } from '../tests/e2e/harness.mjs';
 import {
-  SCALE, callOk, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf, summarize, timed,
+  SCALE, callOk, finishBenchmark, fmt, fmtRatio, machineInfo, stopServerChecked, summarize, timed,
 } from './lib.mjs';
 
 const RUNNING = 64;
@@ -125,12 +125,7 @@ async function main() {
     failure = error;
   } finally {
     await client?.close().catch(() => {});
-    if (server) {
-      const code = await stopServer(server);
-      if (code !== 0) failure ??= new Error(`server exited with ${code} after SIGTERM`);
-      await waitFor(async () => (await managedContainersOf(server.pid)).length === 0, 60000,
-        'removal of the server\'s containers').catch((e) => { failure ??= new Error(`LEAK: ${e.message}`); });
-    }
+    if (server) failure ??= await stopServerChecked(server, 60000);
     rmSync(dir, { recursive: true, force: true });
   }
   finishBenchmark('many_paused', failure, info, report, log);

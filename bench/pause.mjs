@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  SERVER_BIN, connectHttp, connectStdio, dockerGet, startHttpServer, stopServer, waitFor, processExited,
+  SERVER_BIN, connectHttp, connectStdio, dockerGet, startHttpServer, waitFor, processExited,
 } from '../tests/e2e/harness.mjs';
 import {
-  SCALE, callOk, docker, finishBenchmark, fmt, fmtRatio, machineInfo, managedContainersOf, summarize,
+  SCALE, callOk, docker, finishBenchmark, fmt, fmtRatio, machineInfo, stopServerChecked, summarize,
   timed,
 } from './lib.mjs';
 
@@ -233,12 +233,7 @@ async function main() {
     failure = error;
   } finally {
     await client?.close().catch(() => {});
-    if (server) {
-      const code = await stopServer(server);
-      if (code !== 0) failure ??= new Error(`server exited with ${code} after SIGTERM`);
-      await waitFor(async () => (await managedContainersOf(server.pid)).length === 0, 15000,
-        'removal of the server\'s containers').catch((e) => { failure ??= new Error(`LEAK: ${e.message}`); });
-    }
+    if (server) failure ??= await stopServerChecked(server, 15000);
     rmSync(dir, { recursive: true, force: true });
   }
   finishBenchmark('pause', failure, info, report, log);
