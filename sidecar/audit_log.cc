@@ -31,16 +31,20 @@ std::string rfc3339Utc(std::chrono::system_clock::time_point time) {
 
 std::string formatAuditLine(const AuditRecord& record) {
   // nlohmann keeps insertion order only with ordered_json: readers scan lines left to right.
-  const nlohmann::ordered_json line = {{"time", rfc3339Utc(record.time)},
-                                       {"session", record.session},
-                                       {"method", record.method},
-                                       {"url", record.url},
-                                       {"decision", record.decision},
-                                       {"reason", record.reason},
-                                       {"rule", record.rule},
-                                       {"status", record.status},
-                                       {"bytes", record.bytes},
-                                       {"ms", record.duration_ms}};
+  nlohmann::ordered_json line = {{"time", rfc3339Utc(record.time)},
+                                 {"session", record.session},
+                                 {"method", record.method},
+                                 {"url", record.url},
+                                 {"decision", record.decision},
+                                 {"reason", record.reason},
+                                 {"rule", record.rule},
+                                 {"status", record.status},
+                                 {"bytes", record.bytes},
+                                 {"ms", record.duration_ms}};
+  if (!record.kind.empty()) {
+    line["kind"] = record.kind;
+    line["up"] = record.bytes_up;
+  }
   // Replace invalid UTF-8 (a hostile target) instead of throwing.
   return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -24,9 +24,14 @@ struct AuditRecord {
   unsigned status = 0;      // HTTP status the client got (0: the client left before any)
   std::uint64_t bytes = 0;  // response body bytes relayed to the client
   std::int64_t duration_ms = 0;
+  // Egress proxy lines only: kind "egress", and the bytes the sandbox sent up (`bytes` then
+  // counts everything that came down). MCP relay lines leave both out.
+  std::string kind;
+  std::uint64_t bytes_up = 0;
 };
 
-// {"time":"2026-11-22T10:00:00.123Z","session":...,"ms":12}, no trailing newline.
+// {"time":"2026-11-22T10:00:00.123Z","session":...,"ms":12}, no trailing newline; egress lines
+// end with ,"kind":"egress","up":N.
 [[nodiscard]] std::string formatAuditLine(const AuditRecord& record);
 
 // Size-capped: once the file holds max_bytes (counting what an earlier relay of the session

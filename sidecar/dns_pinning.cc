@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 namespace sidecar {
 namespace {
@@ -21,6 +22,44 @@ PinnedAddress lookupFailed(std::string reason) {
   result.decision.verdict = policy::Verdict::kDeny;
   result.decision.reason = std::move(reason);
   return result;
+}
+
+// getaddrinfo's answer, each address once, in its order; nullopt (and `error`) when it fails.
+std::optional<std::vector<policy::IpAddress>> lookUp(const policy::Url& url, std::string& error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* raw = nullptr;
+  const int rc = getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &raw);
+  const std::unique_ptr<addrinfo, AddrInfoDeleter> list(raw);
+  if (rc != 0) {
+    error = "cannot resolve host '" + url.host + "': " + gai_strerror(rc);
+    return std::nullopt;
+  }
+  std::vector<policy::IpAddress> addresses;
+  for (const addrinfo* it = list.get(); it != nullptr; it = it->ai_next) {
+    auto address = policy::ipAddressFromSockaddr(it->ai_addr);
+    if (address && std::find(addresses.begin(), addresses.end(), *address) == addresses.end()) {
+      addresses.push_back(*address);
+    }
+  }
+  if (addresses.empty()) {
+    error = "host '" + url.host + "' resolved to no address";
+    return std::nullopt;
+  }
+  return addresses;
+}
+
+// The addresses a connection to `url` may go to: the literal itself, or what DNS answers.
+std::optional<std::vector<policy::IpAddress>> addressesOf(const policy::Url& url,
+                                                          std::string& error) {
+  if (url.host_kind == policy::HostKind::kDomain) return lookUp(url, error);
+  auto literal = policy::parseIpAddress(url.host);
+  if (!literal) {
+    error = "host '" + url.host + "' is not a valid IP literal";
+    return std::nullopt;
+  }
+  return std::vector<policy::IpAddress>{*literal};
 }
 
 }  // namespace
@@ -59,29 +98,41 @@ PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
 
 PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url,
                             const std::vector<policy::Endpoint>& denied) {
-  if (url.host_kind != policy::HostKind::kDomain) {
-    auto literal = policy::parseIpAddress(url.host);
-    if (!literal) return lookupFailed("host '" + url.host + "' is not a valid IP literal");
-    return pinFirstAllowed(rule, url, {*literal}, denied);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const int rc = getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &raw);
-  const std::unique_ptr<addrinfo, AddrInfoDeleter> list(raw);
-  if (rc != 0) {
-    return lookupFailed("cannot resolve host '" + url.host + "': " + gai_strerror(rc));
-  }
-  std::vector<policy::IpAddress> addresses;
-  for (const addrinfo* it = list.get(); it != nullptr; it = it->ai_next) {
-    auto address = policy::ipAddressFromSockaddr(it->ai_addr);
-    if (address && std::find(addresses.begin(), addresses.end(), *address) == addresses.end()) {
-      addresses.push_back(*address);
+  std::string error;
+  const auto addresses = addressesOf(url, error);
+  if (!addresses) return lookupFailed(std::move(error));
+  return pinFirstAllowed(rule, url, *addresses, denied);
+}
+
+PinnedAddress pinFirstAllowedEgress(const policy::EgressRule& rule, const policy::Url& target,
+                                    const std::vector<policy::IpAddress>& addresses,
+                                    const std::vector<policy::Endpoint>& denied) {
+  PinnedAddress result;
+  result.decision.verdict = policy::Verdict::kDeny;
+  result.decision.rule_id = rule.id;
+  result.decision.reason = "host '" + target.host + "' resolved to no address";
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    auto decision = policy::decideEgressAddress(rule, target, addresses[i], denied);
+    decision.rule_id = rule.id;
+    if (decision.allowed()) {
+      result.decision = std::move(decision);
+      result.address = addresses[i].toString();
+      return result;
+    }
+    if (i == 0) {  // report the first refusal: the address a client would have used
+      result.decision = std::move(decision);
+      result.address = addresses[i].toString();
     }
   }
-  if (addresses.empty()) return lookupFailed("host '" + url.host + "' resolved to no address");
-  return pinFirstAllowed(rule, url, addresses, denied);
+  return result;
+}
+
+PinnedAddress resolveAndPinEgress(const policy::EgressRule& rule, const policy::Url& target,
+                                  const std::vector<policy::Endpoint>& denied) {
+  std::string error;
+  const auto addresses = addressesOf(target, error);
+  if (!addresses) return lookupFailed(std::move(error));
+  return pinFirstAllowedEgress(rule, target, *addresses, denied);
 }
 
 }  // namespace sidecar

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/egress.h"
 #include "policy/policy.h"
 
 namespace sidecar {
@@ -27,6 +28,17 @@ struct PinnedAddress {
 // getaddrinfo + pinFirstAllowed. IP-literal hosts are not looked up.
 [[nodiscard]] PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url,
                                           const std::vector<policy::Endpoint>& denied = {});
+
+// The egress proxy's counterparts: the first address policy::decideEgressAddress allows (metadata
+// and the server's own endpoints never), and the lookup in front of it. `curl_resolve` stays
+// empty: the proxy connects to `address` itself.
+[[nodiscard]] PinnedAddress pinFirstAllowedEgress(const policy::EgressRule& rule,
+                                                  const policy::Url& target,
+                                                  const std::vector<policy::IpAddress>& addresses,
+                                                  const std::vector<policy::Endpoint>& denied);
+[[nodiscard]] PinnedAddress resolveAndPinEgress(const policy::EgressRule& rule,
+                                                const policy::Url& target,
+                                                const std::vector<policy::Endpoint>& denied);
 
 // "host:port:addr" with an IPv6 address in brackets, as CURLOPT_RESOLVE expects.
 [[nodiscard]] std::string curlResolveEntry(const policy::Url& url,

@@ -1,4 +1,5 @@
-// sandbox-sidecar: relays HTTP from a sandbox's Unix socket to the MCP servers a policy allows.
+// sandbox-sidecar: relays HTTP from a sandbox's Unix socket to the MCP servers a policy allows,
+// and with --egress-listen serves the session's egress proxy on a second socket.
 // Wiring only: parse flags, load the policy, open the audit log, serve until SIGTERM/SIGINT.
 #include <unistd.h>
 
@@ -6,11 +7,13 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "sidecar/audit_log.h"
+#include "sidecar/egress_proxy.h"
 #include "sidecar/policy_file.h"
 #include "sidecar/sidecar_config.h"
 #include "sidecar/sidecar_log.h"
@@ -39,8 +42,14 @@ int main(int argc, char** argv) {
     auto policy = sidecar::loadPolicyFile(parsed.config->policy_file);
     auto audit =
         sidecar::AuditLog::open(parsed.config->audit_log_path, parsed.config->audit_log_max_bytes);
-    sidecar::SidecarServer server(*parsed.config, std::move(policy), std::move(audit));
+    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit);
     server.start();
+    std::optional<sidecar::EgressProxy> egress;
+    if (!parsed.config->egress_listen_path.empty()) {
+      egress.emplace(*parsed.config, sidecar::loadEgressRulesFile(parsed.config->egress_rules_file),
+                     audit);
+      egress->start();
+    }
     if (parsed.config->exit_on_stdin_eof) {
       // Detached on purpose: it blocks in read() until the parent goes away, then asks the main
       // thread to stop like a SIGTERM would.
@@ -56,6 +65,7 @@ int main(int argc, char** argv) {
     int received = 0;
     sigwait(&stop_signals, &received);
     sidecar::log().info("sidecar: signal {} received, stopping", received);
+    if (egress) egress->stop();
     server.stop();
   } catch (const std::exception& e) {
     sidecar::log().error("sandbox-sidecar: {}", e.what());

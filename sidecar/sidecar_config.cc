@@ -80,6 +80,32 @@ const std::map<std::string_view, Setter>& setters() {
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--audit-log-max-bytes", v, c.audit_log_max_bytes);
        }},
+      {"--egress-listen",
+       [](SidecarConfig& c, std::string_view v) {
+         c.egress_listen_path = v;
+         return std::string();
+       }},
+      {"--egress-rules",
+       [](SidecarConfig& c, std::string_view v) {
+         c.egress_rules_file = v;
+         return std::string();
+       }},
+      {"--egress-max-connections",
+       [](SidecarConfig& c, std::string_view v) {
+         return parsePositive("--egress-max-connections", v, c.egress_max_connections);
+       }},
+      {"--egress-max-bytes",
+       [](SidecarConfig& c, std::string_view v) {
+         return parsePositive("--egress-max-bytes", v, c.egress_max_bytes);
+       }},
+      {"--egress-idle-timeout-ms",
+       [](SidecarConfig& c, std::string_view v) {
+         return parsePositive("--egress-idle-timeout-ms", v, c.egress_idle_timeout_ms);
+       }},
+      {"--egress-max-connection-ms",
+       [](SidecarConfig& c, std::string_view v) {
+         return parsePositive("--egress-max-connection-ms", v, c.egress_max_connection_ms);
+       }},
       {"--max-concurrent-requests",
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--max-concurrent-requests", v, c.max_concurrent_requests);
@@ -99,6 +125,17 @@ std::string validate(const SidecarConfig& config) {
            std::to_string(sizeof(sockaddr_un::sun_path)) + " bytes, pick a shorter directory";
   }
   if (config.audit_log_path.empty()) return "--audit-log needs a path, or '-' for stderr";
+  if (config.egress_listen_path.empty() != config.egress_rules_file.empty()) {
+    return "--egress-listen PATH and --egress-rules FILE go together (the egress proxy's socket "
+           "and its rules); give both or neither";
+  }
+  if (config.egress_listen_path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return "--egress-listen path is too long for a Unix socket (" +
+           std::to_string(config.egress_listen_path.size()) + " bytes); pick a shorter directory";
+  }
+  if (!config.egress_listen_path.empty() && config.egress_listen_path == config.listen_path) {
+    return "--egress-listen must differ from --listen";
+  }
   return {};
 }
 
@@ -145,7 +182,12 @@ std::string usageText() {
          "         [--upstream-idle-timeout-ms N] [--idle-timeout-ms N]\n"
          "         [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...\n"
          "         [--audit-log-max-bytes N] [--exit-on-stdin-eof]\n"
-         "Relays HTTP/1.1 on the Unix socket PATH to the MCP servers the policy FILE allows.\n";
+         "         [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]\n"
+         "          [--egress-max-bytes N] [--egress-idle-timeout-ms N]\n"
+         "          [--egress-max-connection-ms N]]\n"
+         "Relays HTTP/1.1 on the Unix socket PATH to the MCP servers the policy FILE allows.\n"
+         "With --egress-listen, also serves a forward proxy (CONNECT, and absolute-form HTTP)\n"
+         "for the hosts the egress rules FILE allows.\n";
 }
 
 }  // namespace sidecar

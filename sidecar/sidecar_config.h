@@ -40,6 +40,17 @@ struct SidecarConfig {
   std::vector<policy::Endpoint> denied_endpoints;
   // The audit log stops growing past this many bytes (--audit-log-max-bytes); see AuditLog.
   std::uint64_t audit_log_max_bytes = std::uint64_t{8} * 1024 * 1024;
+
+  // The egress gateway (egress_proxy.h): a forward proxy on a second Unix socket, for the hosts
+  // the rules file allows (a JSON array policy::loadEgressRules accepts). Off when empty.
+  std::string egress_listen_path;
+  std::string egress_rules_file;
+  std::size_t egress_max_connections = 64;  // open at once; past it: 503
+  // Bytes through all of the session's egress connections together, both ways; past it the
+  // connection is cut and new ones get 403.
+  std::uint64_t egress_max_bytes = std::uint64_t{8} * 1024 * 1024 * 1024;
+  std::int64_t egress_idle_timeout_ms = 120'000;      // a connection where nothing moves
+  std::int64_t egress_max_connection_ms = 3'600'000;  // a connection's whole life
 };
 
 struct CommandLineResult {
@@ -51,7 +62,9 @@ struct CommandLineResult {
 // Parses `--listen PATH --policy FILE [--audit-log PATH] [--session ID] [--max-body-bytes N]
 // [--max-header-bytes N] [--upstream-connect-timeout-ms N] [--upstream-idle-timeout-ms N]
 // [--idle-timeout-ms N] [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...
-// [--audit-log-max-bytes N] [--exit-on-stdin-eof]` (args excludes argv[0]).
+// [--audit-log-max-bytes N] [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]
+// [--egress-max-bytes N] [--egress-idle-timeout-ms N] [--egress-max-connection-ms N]]
+// [--exit-on-stdin-eof]` (args excludes argv[0]).
 [[nodiscard]] CommandLineResult parseCommandLine(const std::vector<std::string_view>& args);
 
 [[nodiscard]] std::string usageText();

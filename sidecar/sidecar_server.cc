@@ -1,7 +1,6 @@
 #include "sidecar/sidecar_server.h"
 
 #include <curl/curl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -21,6 +20,7 @@
 #include "common/accept_backoff.h"
 #include "sidecar/client_connection.h"
 #include "sidecar/sidecar_log.h"
+#include "sidecar/unix_listener.h"
 
 namespace sidecar {
 namespace net = boost::asio;
@@ -31,27 +31,6 @@ namespace {
 void initCurlOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-// A socket file left by a sidecar that died is removed; a live one or a non-socket is not.
-void removeStaleSocket(const std::string& path, net::io_context& ioc) {
-  struct stat info {};
-  if (lstat(path.c_str(), &info) != 0) return;  // nothing there
-  if (!S_ISSOCK(info.st_mode)) {
-    throw std::runtime_error("--listen " + path +
-                             " exists and is not a socket; remove it or choose another path");
-  }
-  Protocol::socket probe(ioc);
-  boost::system::error_code ec;
-  probe.connect(Protocol::endpoint(path), ec);
-  if (!ec) {
-    throw std::runtime_error("another process is listening on " + path +
-                             "; stop it or choose another --listen path");
-  }
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    throw std::runtime_error("cannot remove the stale socket " + path + ": " +
-                             std::strerror(errno));
-  }
 }
 
 }  // namespace
@@ -136,18 +115,7 @@ const std::string& SidecarServer::socketPath() const noexcept {
 void SidecarServer::start() {
   if (impl_->started) throw std::logic_error("SidecarServer::start called twice");
   const std::string& path = socketPath();
-  removeStaleSocket(path, impl_->ioc);
-  boost::system::error_code ec;
-  impl_->acceptor.open(Protocol(), ec);
-  if (!ec) impl_->acceptor.bind(Protocol::endpoint(path), ec);
-  if (!ec) impl_->acceptor.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    throw std::runtime_error("cannot listen on " + path + ": " + ec.message() +
-                             "; check that the directory exists and is writable");
-  }
-  if (::chmod(path.c_str(), 0666) != 0) {
-    throw std::runtime_error("cannot chmod 0666 " + path + ": " + std::strerror(errno));
-  }
+  listenOnUnixSocket(impl_->acceptor, path, "--listen", impl_->ioc);
   impl_->started = true;
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->doAccept();

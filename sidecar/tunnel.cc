@@ -1,5 +1,6 @@
 #include "sidecar/tunnel.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -29,6 +30,9 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
       read(down_);
       return;
     }
+    if (limits_.budget) {
+      limits_.budget->left -= std::min<std::uint64_t>(limits_.budget->left, first_up.size());
+    }
     up_.pending = std::move(first_up);
     write(up_, up_.pending.size());
     read(down_);
@@ -47,12 +51,30 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   };
 
   void read(Direction& way) {
-    way.from->async_read_some(asio::buffer(way.buffer),
-                              [self = shared_from_this(), &way](error_code ec, std::size_t n) {
-                                if (ec == asio::error::eof) return self->endDirection(way);
-                                if (ec) return self->finish(ec.message());
-                                self->write(way, n);
-                              });
+    std::size_t room = way.buffer.size();
+    if (&way == &up_) {
+      const std::uint64_t left = limits_.max_up - std::min(limits_.max_up, result_.up);
+      if (left == 0) return endUp();
+      room = static_cast<std::size_t>(std::min<std::uint64_t>(room, left));
+    }
+    if (limits_.budget) {
+      if (limits_.budget->left == 0) return finish("limit");
+      room = static_cast<std::size_t>(std::min<std::uint64_t>(room, limits_.budget->left));
+    }
+    way.from->async_read_some(
+        asio::buffer(way.buffer.data(), room),
+        [self = shared_from_this(), &way](error_code ec, std::size_t n) {
+          if (ec == asio::error::eof) return self->endDirection(way);
+          if (ec) return self->finish(ec.message());
+          // Both directions read at once: the budget is charged when
+          // bytes arrive, and what it no longer covers is not relayed.
+          if (auto& budget = self->limits_.budget) {
+            n = static_cast<std::size_t>(std::min<std::uint64_t>(n, budget->left));
+            budget->left -= n;
+            if (n == 0) return self->finish("limit");
+          }
+          self->write(way, n);
+        });
   }
 
   void write(Direction& way, std::size_t n) {
@@ -64,7 +86,8 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
                         way.pending.clear();
                         *way.count += written;
                         self->last_moved_ = std::chrono::steady_clock::now();
-                        if (self->result_.up + self->result_.down >= self->limits_.max_bytes) {
+                        if (self->result_.up + self->result_.down >= self->limits_.max_bytes ||
+                            (self->limits_.budget && self->limits_.budget->left == 0)) {
                           return self->finish("limit");
                         }
                         self->read(way);
@@ -79,13 +102,21 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
     if (up_.ended && down_.ended) finish("closed");
   }
 
+  // The sandbox sent all it may (max_up): stop reading from it; the upstream's answer still
+  // comes down. Its sending half is not shut, since an HTTP server may take that as the end.
+  void endUp() {
+    up_.ended = true;
+    if (down_.ended) finish("closed");
+  }
+
   void armTimer() {
-    timer_.expires_after(limits_.idle);
+    timer_.expires_after(std::min<std::chrono::steady_clock::duration>(
+        limits_.idle, std::chrono::seconds(1) + limits_.max_duration / 100));
     timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (ec || self->finished_) return;
-      if (std::chrono::steady_clock::now() - self->last_moved_ >= self->limits_.idle) {
-        return self->finish("idle");
-      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now - self->last_moved_ >= self->limits_.idle) return self->finish("idle");
+      if (now - self->started_ >= self->limits_.max_duration) return self->finish("time");
       self->armTimer();
     });
   }
@@ -109,7 +140,8 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
   TunnelResult result_;
   Direction up_{&sandbox_, &upstream_, &result_.up};
   Direction down_{&upstream_, &sandbox_, &result_.down};
-  std::chrono::steady_clock::time_point last_moved_ = std::chrono::steady_clock::now();
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_moved_ = started_;
   bool finished_ = false;
 };
 

@@ -1,0 +1,134 @@
+#include "sidecar/egress_proxy.h"
+
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstring>
+#include <future>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "common/accept_backoff.h"
+#include "sidecar/egress_connection.h"
+#include "sidecar/sidecar_log.h"
+#include "sidecar/unix_listener.h"
+
+namespace sidecar {
+namespace net = boost::asio;
+using Protocol = net::local::stream_protocol;
+
+namespace {
+
+EgressLimits limitsFrom(const SidecarConfig& config) {
+  EgressLimits limits;
+  limits.max_connections = config.egress_max_connections;
+  limits.max_bytes = config.egress_max_bytes;
+  limits.idle = std::chrono::milliseconds(config.egress_idle_timeout_ms);
+  limits.max_connection = std::chrono::milliseconds(config.egress_max_connection_ms);
+  limits.connect_timeout = std::chrono::milliseconds(config.upstream_connect_timeout_ms);
+  limits.head_timeout = std::chrono::milliseconds(config.idle_timeout_ms);
+  limits.max_header_bytes = config.max_header_bytes;
+  return limits;
+}
+
+}  // namespace
+
+struct EgressProxy::Impl {
+  Impl(const SidecarConfig& config, std::shared_ptr<const policy::EgressPolicy> rules,
+       std::shared_ptr<AuditLog> audit)
+      : path(config.egress_listen_path),
+        shared(std::make_shared<EgressShared>(ioc, std::move(rules), std::move(audit),
+                                              config.denied_endpoints, config.session_id,
+                                              limitsFrom(config))) {}
+
+  void doAccept() {
+    acceptor.async_accept([this](boost::system::error_code ec, Protocol::socket socket) {
+      if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
+      if (ec) return onAcceptFailed(ec);
+      std::make_shared<EgressConnection>(std::move(socket), shared)->start();
+      doAccept();
+    });
+  }
+
+  // Out of descriptors, retrying at once fails at once: pause, and log at most every 10 s.
+  void onAcceptFailed(const boost::system::error_code& ec) {
+    if (common::AcceptBackoff::isTransient(ec.value())) return doAccept();
+    if (const auto failures = backoff.onFailure(common::AcceptBackoff::Clock::now())) {
+      log().warn("egress: accept failed ({} time(s) since the last report): {}", *failures,
+                 std::strerror(ec.value()));
+    }
+    accept_pause.expires_after(common::AcceptBackoff::kPause);
+    accept_pause.async_wait([this](boost::system::error_code wait_ec) {
+      if (wait_ec || !acceptor.is_open()) return;
+      doAccept();
+    });
+  }
+
+  // On the io thread: no more connections, and every open one cut.
+  void closeAll() {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    accept_pause.cancel();
+    std::vector<std::shared_ptr<EgressConnection>> open;
+    for (auto& [raw, weak] : shared->live) {
+      if (auto connection = weak.lock()) open.push_back(std::move(connection));
+    }
+    for (auto& connection : open) connection->close();
+  }
+
+  const std::string path;
+  net::io_context ioc{1};
+  std::shared_ptr<EgressShared> shared;
+  Protocol::acceptor acceptor{ioc};
+  net::steady_timer accept_pause{ioc};
+  common::AcceptBackoff backoff;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::thread io_thread;
+  bool started = false;
+  bool stopped = false;
+};
+
+EgressProxy::EgressProxy(const SidecarConfig& config,
+                         std::shared_ptr<const policy::EgressPolicy> rules,
+                         std::shared_ptr<AuditLog> audit)
+    : impl_(std::make_unique<Impl>(config, std::move(rules), std::move(audit))) {}
+
+EgressProxy::~EgressProxy() { stop(); }
+
+void EgressProxy::start() {
+  if (impl_->started) throw std::logic_error("EgressProxy::start called twice");
+  listenOnUnixSocket(impl_->acceptor, impl_->path, "--egress-listen", impl_->ioc);
+  impl_->started = true;
+  impl_->work.emplace(impl_->ioc.get_executor());
+  impl_->doAccept();
+  impl_->io_thread = std::thread([this] { impl_->ioc.run(); });
+  log().info("egress: proxy listening on {} ({} rules)", impl_->path,
+             impl_->shared->rules->rules.size());
+}
+
+void EgressProxy::stop() noexcept {
+  if (!impl_ || !impl_->started || impl_->stopped) return;
+  impl_->stopped = true;
+  std::promise<void> closed;
+  net::post(impl_->ioc, [this, &closed] {
+    impl_->closeAll();
+    closed.set_value();
+  });
+  closed.get_future().wait_for(std::chrono::seconds(5));
+  impl_->shared->resolvers.shutdown();  // lookups under way finish; their answers find it closed
+  impl_->work.reset();
+  // Tunnels still relaying end with the io_context: its destruction destroys their handlers,
+  // and with them their sockets.
+  impl_->ioc.stop();
+  if (impl_->io_thread.joinable()) impl_->io_thread.join();
+  ::unlink(impl_->path.c_str());
+  log().info("egress: stopped, removed {}", impl_->path);
+}
+
+}  // namespace sidecar
