@@ -6,6 +6,7 @@ add_library(mcp_core STATIC
   config/config_to_json.cc
   config/principals.cc
   config/mcp_sections.cc
+  config/egress_section.cc
   config/sandbox_sections.cc
   config/server_sections.cc
   config/session_sections.cc
@@ -22,6 +23,7 @@ target_link_libraries(mcp_core
 add_library(mcp_server_sessions STATIC
   server/audit_tally.cc
   server/mcp_gateway.cc
+  server/session_egress.cc
   server/sandbox_uri.cc
   server/server_endpoints.cc
   server/session.cc

@@ -144,6 +144,14 @@ EgressPolicy loadEgressRules(const json& entries, const std::string& where) {
   return policy;
 }
 
+nlohmann::json toJson(const EgressPolicy& policy) {
+  auto entries = nlohmann::json::array();
+  for (const auto& rule : policy.rules) {
+    entries.push_back({{"host", rule.host.toString()}, {"ports", rule.ports}, {"id", rule.id}});
+  }
+  return entries;
+}
+
 EgressPolicy effectiveEgress(const EgressCatalog& catalog, const std::vector<std::string>& profiles,
                              const EgressPolicy& requested) {
   EgressPolicy granted = catalog.allow;

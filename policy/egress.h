@@ -47,6 +47,9 @@ struct EgressPolicy {
 // refused. `where` names the list in errors ("egress.allow[1]: ..."). Throws PolicyError.
 [[nodiscard]] EgressPolicy loadEgressRules(const nlohmann::json& entries, const std::string& where);
 
+// The rules as loadEgressRules reads them back: [{"host", "ports", "id"}, ...].
+[[nodiscard]] nlohmann::json toJson(const EgressPolicy& policy);
+
 // The operator's egress configuration: `allow`, which every session with egress gets, and named
 // profiles (e.g. "python-packages") a call may add.
 struct EgressCatalog {

@@ -28,6 +28,7 @@ ServerConfig fromJson(const json& document) {
   readHttp(root, config.http);
   readStdio(root, config.stdio);
   readMcp(root, config.mcp);
+  readEgress(root, config.egress);
   readShutdown(root, config.shutdown);
   readInstanceId(root, config.instance_id);
   root.read("log_level", config.log_level);

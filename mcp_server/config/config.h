@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -253,6 +254,27 @@ struct McpConfig {
   std::int64_t audit_log_max_bytes = 64LL * 1024 * 1024;
 };
 
+// The egress gateway (README "Egress"): HTTP(S) from sandboxes to hosts the operator lists,
+// through the session's sidecar. Off unless `enabled`; even then a session gets it only when its
+// call asks (the `egress` argument), and a call may only pick profiles and narrow.
+struct EgressConfig {
+  bool enabled = false;
+  // Entries every session with egress gets (policy::loadEgressRules' format): "pypi.org",
+  // "host:port", "*.example.com", {"host", "ports", "id"}.
+  nlohmann::json allow = nlohmann::json::array();
+  // Named lists a call may add (`egress: {"profiles": [...]}`). The defaults below may be
+  // replaced by name, or removed with null.
+  std::map<std::string, nlohmann::json> profiles = defaultEgressProfiles();
+  // The sandbox reaches the proxy at http://127.0.0.1:<proxy_port> (HTTP_PROXY, HTTPS_PROXY).
+  std::int64_t proxy_port = 3128;
+  std::int64_t max_connections = 64;     // open at once per session
+  std::int64_t max_mib = 8192;           // per session, both ways, all connections together
+  std::int64_t idle_timeout_s = 120;     // a connection where nothing moves is cut
+  std::int64_t max_connection_s = 3600;  // a connection's whole life
+
+  [[nodiscard]] static std::map<std::string, nlohmann::json> defaultEgressProfiles();
+};
+
 // What happens on SIGTERM (or SIGINT, SIGHUP): the server drains. New MCP sessions are refused
 // (HTTP 503 with Retry-After; /readyz fails), running executions get up to grace_s to finish,
 // then every sandbox is removed. A second signal ends at once.
@@ -273,6 +295,7 @@ struct ServerConfig {
   HttpConfig http;
   StdioConfig stdio;
   McpConfig mcp;
+  EgressConfig egress;
   ShutdownConfig shutdown;
   // Names this server in its containers' labels and its run-time directory. Empty: the
   // SANDBOX_MCP_INSTANCE_ID environment variable, else random at start. Replicas sharing an

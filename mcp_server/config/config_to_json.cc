@@ -114,6 +114,19 @@ json toJson(const ServerConfig& c) {
                        {"max_result_bytes_per_client", c.tasks.max_result_bytes_per_client},
                        {"max_result_bytes", c.tasks.max_result_bytes}};
   document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
+  // A default profile the operator removed reads back as removed: null.
+  nlohmann::json profiles = c.egress.profiles;
+  for (const auto& [name, entries] : EgressConfig::defaultEgressProfiles()) {
+    if (!profiles.contains(name)) profiles[name] = nullptr;
+  }
+  document["egress"] = {{"enabled", c.egress.enabled},
+                        {"allow", c.egress.allow},
+                        {"profiles", profiles},
+                        {"proxy_port", c.egress.proxy_port},
+                        {"max_connections", c.egress.max_connections},
+                        {"max_mib", c.egress.max_mib},
+                        {"idle_timeout_s", c.egress.idle_timeout_s},
+                        {"max_connection_s", c.egress.max_connection_s}};
   document["shutdown"] = {{"grace_s", c.shutdown.grace_s}};
   document["instance_id"] = c.instance_id;
   return document;

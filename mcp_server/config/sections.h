@@ -28,6 +28,9 @@ void readStdio(ObjectReader& parent, StdioConfig& out);
 // mcp, with its sidecar (mcp_sections.cc).
 void readMcp(ObjectReader& parent, McpConfig& out);
 
+// egress (egress_section.cc).
+void readEgress(ObjectReader& parent, EgressConfig& out);
+
 // instance_id, shutdown (server_sections.cc).
 void readInstanceId(ObjectReader& root, std::string& out);
 void readShutdown(ObjectReader& parent, ShutdownConfig& out);

@@ -53,6 +53,15 @@ std::vector<std::string> weakenings(const ServerConfig& config) {
     out.emplace_back("WEAKENED: volumes.allowed_host_dirs: models may mount " + dir.path +
                      (dir.allow_rw ? " read-write" : " read-only"));
   }
+  if (config.egress.enabled) {
+    std::vector<std::string> profiles;
+    for (const auto& [name, entries] : config.egress.profiles) profiles.push_back(name);
+    out.emplace_back(
+        "WEAKENED: egress.enabled: sessions that ask may reach " +
+        std::to_string(config.egress.allow.size()) +
+        " host(s) of egress.allow through their sidecar's proxy" +
+        (profiles.empty() ? std::string() : ", and pick the profiles " + joined(profiles)));
+  }
   if (config.mcp.allowlist.is_array() && !config.mcp.allowlist.empty()) {
     out.emplace_back("WEAKENED: mcp.allowlist: sandboxes may reach " +
                      std::to_string(config.mcp.allowlist.size()) +

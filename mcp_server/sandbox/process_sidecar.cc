@@ -96,6 +96,11 @@ std::vector<std::string> sidecarArguments(const SidecarSpec& spec,
       "--audit-log",        relative(spec.audit_log_file),
       "--session",          spec.session_id,
       "--exit-on-stdin-eof"};
+  if (!spec.egress_rules_file.empty()) {
+    args.insert(args.end(),
+                {"--egress-listen", relative(spec.socket_dir) + "/" + spec.egress_socket_name,
+                 "--egress-rules", relative(spec.egress_rules_file)});
+  }
   args.insert(args.end(), spec.limit_flags.begin(), spec.limit_flags.end());
   return args;
 }

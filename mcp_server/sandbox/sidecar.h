@@ -20,6 +20,10 @@ struct SidecarSpec {
   std::string socket_name = "mcp.sock";
   std::string policy_file;     // <directory>/policy.json (policy::loadPolicy's JSON array)
   std::string audit_log_file;  // <directory>/audit.jsonl: one JSON line per decision
+  // The egress proxy's rules (<directory>/egress.json); empty: the relay serves no proxy. Its
+  // socket is <socket_dir>/<egress_socket_name>.
+  std::string egress_rules_file;
+  std::string egress_socket_name = "egress.sock";
   std::vector<std::string> limit_flags;  // e.g. {"--upstream-idle-timeout-ms", "60000"}
 };
 

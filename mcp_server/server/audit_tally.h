@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace server {
 
@@ -18,13 +21,32 @@ class AuditTally {
   // Allowed by the policy, then failed upstream (unreachable, timeout, cut short).
   [[nodiscard]] std::uint64_t errors() const noexcept { return errors_; }
 
+  // The same for the egress proxy's lines (kind "egress"), which the counts above leave out.
+  struct Egress {
+    std::uint64_t allowed = 0;
+    std::uint64_t denied = 0;
+    std::uint64_t errors = 0;
+    std::uint64_t bytes_up = 0;
+    std::uint64_t bytes_down = 0;
+  };
+  [[nodiscard]] const Egress& egress() const noexcept { return egress_; }
+
+  // "CONNECT evil.example:443: <reason>" for each egress request refused (or failed with an
+  // HTTP error) since the last call, oldest first; at most kMaxRefusalsKept, then a count.
+  static constexpr std::size_t kMaxRefusalsKept = 8;
+  [[nodiscard]] std::vector<std::string> takeEgressRefusals();
+
  private:
   void countLine(std::string_view line);
+  void countEgressLine(const nlohmann::json& record, const std::string& decision);
 
   std::string partial_;
   std::uint64_t allowed_ = 0;
   std::uint64_t denied_ = 0;
   std::uint64_t errors_ = 0;
+  Egress egress_;
+  std::deque<std::string> refusals_;
+  std::uint64_t refusals_dropped_ = 0;
 };
 
 }  // namespace server

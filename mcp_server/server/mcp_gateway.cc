@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sandbox/backend.h"
+#include "server/session_egress.h"
 
 namespace server {
 namespace {
@@ -19,6 +20,18 @@ std::string allowlistText(const policy::Policy& policy) {
     text += rule.base.toString();
   }
   return text;
+}
+
+// The relay reads its rules from files in the session's directory.
+void writeRulesFile(const std::string& path, const nlohmann::json& rules) {
+  std::ofstream out(path);
+  out << rules.dump(2) << '\n';
+  out.close();  // a full disk shows up only when the buffer is written out
+  if (!out) {
+    throw sandbox::SandboxError("cannot write " + path + ": " + std::strerror(errno) +
+                                "; the session's sidecar needs space there: free some under "
+                                "mcp.runtime_dir, or point it elsewhere");
+  }
 }
 
 }  // namespace
@@ -59,10 +72,12 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        const std::string& session_id, std::shared_ptr<const policy::Policy> policy,
                        std::vector<std::string> limit_flags, RetainedAuditLog retained_audit_log,
                        const std::vector<policy::Endpoint>& server_endpoints,
-                       const SessionMetrics* metrics)
+                       const SessionMetrics* metrics,
+                       std::shared_ptr<const policy::EgressPolicy> egress)
     : launcher_(launcher),
       directory_(std::move(directory)),
-      policy_(std::move(policy)),
+      policy_(policy ? std::move(policy) : std::make_shared<const policy::Policy>()),
+      egress_(egress && !egress->rules.empty() ? std::move(egress) : nullptr),
       retained_audit_log_(std::move(retained_audit_log)),
       metrics_(metrics) {
   spec_.session_id = session_id;
@@ -80,24 +95,25 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
   for (const auto& endpoint : server_endpoints) {
     spec_.limit_flags.insert(spec_.limit_flags.end(), {"--deny-endpoint", endpoint.toString()});
   }
-  {
-    std::ofstream out(spec_.policy_file);
-    out << policy::toJson(*policy_).dump(2) << '\n';
-    out.close();  // a full disk shows up only when the buffer is written out
-    if (!out) {
-      throw sandbox::SandboxError("cannot write " + spec_.policy_file + ": " +
-                                  std::strerror(errno) +
-                                  "; the MCP sidecar needs space there: free some under "
-                                  "mcp.runtime_dir, or point it elsewhere");
-    }
+  writeRulesFile(spec_.policy_file, policy::toJson(*policy_));
+  if (egress_) {
+    spec_.egress_rules_file = spec_.directory + "/egress.json";
+    writeRulesFile(spec_.egress_rules_file, policy::toJson(*egress_));
   }
 }
 
 void McpGateway::start() {
   std::lock_guard lock(mutex_);
   sidecar_ = launcher_.launch(spec_);
-  spdlog::warn("session {}: code may reach these MCP servers through sidecar {}: {}",
-               spec_.session_id, sidecar_->describe(), allowlistText(*policy_));
+  if (servesMcp()) {
+    spdlog::warn("session {}: code may reach these MCP servers through sidecar {}: {}",
+                 spec_.session_id, sidecar_->describe(), allowlistText(*policy_));
+  }
+  if (egress_) {
+    spdlog::warn(
+        "session {}: code may reach these hosts through the egress proxy of sidecar {}: {}",
+        spec_.session_id, sidecar_->describe(), egressRulesText(*egress_));
+  }
 }
 
 McpGateway::~McpGateway() {
@@ -175,14 +191,27 @@ void McpGateway::refreshTally() {
     tally_.consume(std::string_view(chunk.data(), got));
     audit_offset_ += got;
   }
+  const auto& egress = tally_.egress();
   if (metrics_ != nullptr) {
     metrics_->sidecarDecisions(tally_.allowed() - counted_allowed_,
                                tally_.denied() - counted_denied_,
                                tally_.errors() - counted_errors_);
+    metrics_->egressDecisions(
+        egress.allowed - counted_egress_.allowed, egress.denied - counted_egress_.denied,
+        egress.errors - counted_egress_.errors, egress.bytes_up - counted_egress_.bytes_up,
+        egress.bytes_down - counted_egress_.bytes_down);
   }
   counted_allowed_ = tally_.allowed();
   counted_denied_ = tally_.denied();
   counted_errors_ = tally_.errors();
+  counted_egress_ = egress;
+}
+
+std::vector<std::string> McpGateway::takeEgressRefusals() {
+  std::lock_guard lock(mutex_);
+  if (!egress_) return {};
+  refreshTally();
+  return tally_.takeEgressRefusals();
 }
 
 void McpGateway::refreshCounts() {
@@ -193,16 +222,26 @@ void McpGateway::refreshCounts() {
 nlohmann::json McpGateway::stats() {
   std::lock_guard lock(mutex_);
   refreshTally();
-  return {{"allowlist", policy::toJson(*policy_)},
-          {"sidecar",
-           {{"mode", launcher_.mode()},
-            {"relay", sidecar_ ? sidecar_->describe() : std::string()},
-            {"running", sidecar_ && sidecar_->running()},
-            {"restarts", restarts_},
-            {"allowed", tally_.allowed()},
-            {"denied", tally_.denied()},
-            {"errors", tally_.errors()},
-            {"audit_dropped", auditDropped()}}}};
+  nlohmann::json out = {{"allowlist", policy::toJson(*policy_)},
+                        {"sidecar",
+                         {{"mode", launcher_.mode()},
+                          {"relay", sidecar_ ? sidecar_->describe() : std::string()},
+                          {"running", sidecar_ && sidecar_->running()},
+                          {"restarts", restarts_},
+                          {"allowed", tally_.allowed()},
+                          {"denied", tally_.denied()},
+                          {"errors", tally_.errors()},
+                          {"audit_dropped", auditDropped()}}}};
+  if (egress_) {
+    const auto& egress = tally_.egress();
+    out["egress"] = {{"allow", egressRulesText(*egress_)},
+                     {"allowed", egress.allowed},
+                     {"denied", egress.denied},
+                     {"errors", egress.errors},
+                     {"bytes_up", egress.bytes_up},
+                     {"bytes_down", egress.bytes_down}};
+  }
+  return out;
 }
 
 }  // namespace server

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/egress.h"
 #include "policy/policy.h"
 #include "sandbox/runtime_dir.h"
 #include "sandbox/sidecar.h"
@@ -41,12 +42,15 @@ class McpGateway {
   // A non-empty `retained_audit_log` receives the session's audit lines when it ends. A rule
   // that reaches one of `server_endpoints` (the server's own listeners) is refused here, and the
   // relay is told to refuse them after DNS too.
+  // A non-empty `egress` also has the relay serve the session's egress proxy (its limits among
+  // `limit_flags`); `policy` may then have no rules.
   McpGateway(sandbox::SidecarLauncher& launcher,
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
              std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags,
              RetainedAuditLog retained_audit_log = {},
              const std::vector<policy::Endpoint>& server_endpoints = {},
-             const SessionMetrics* metrics = nullptr);
+             const SessionMetrics* metrics = nullptr,
+             std::shared_ptr<const policy::EgressPolicy> egress = nullptr);
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;
@@ -57,18 +61,28 @@ class McpGateway {
   // Host directory to mount at kMcpSocketMount (known before start()).
   [[nodiscard]] const std::string& socketDir() const noexcept { return spec_.socket_dir; }
   [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
+  // Whether the relay serves MCP servers (an mcp_allowlist) and an egress proxy.
+  [[nodiscard]] bool servesMcp() const noexcept { return !policy_->rules.empty(); }
+  [[nodiscard]] bool servesEgress() const noexcept { return egress_ != nullptr; }
+  // The egress proxy's socket, as the sandbox sees it under kMcpSocketMount's directory.
+  [[nodiscard]] const std::string& egressSocketName() const noexcept {
+    return spec_.egress_socket_name;
+  }
 
   // Restarts a relay that is no longer running. Returns a notice for the caller when it did
   // (connections open in the sandbox were cut); throws SandboxError when it cannot restart.
   std::optional<std::string> ensureRunning();
 
   // {"allowlist", "sidecar": {"mode", "running", "restarts", "allowed", "denied", "errors",
-  // "audit_dropped" (lines the size-capped audit log dropped)}}
+  // "audit_dropped" (lines the size-capped audit log dropped)}, and with egress "egress":
+  // {"allow", "allowed", "denied", "errors", "bytes_up", "bytes_down"}}
   [[nodiscard]] nlohmann::json stats();
 
   // Reads what the relay appended to its audit log since the last read, so the decisions are
   // counted (the metrics); stats() and the destructor do it too.
   void refreshCounts();
+  // Egress requests refused since the last call, each "METHOD target: reason" (AuditTally).
+  [[nodiscard]] std::vector<std::string> takeEgressRefusals();
 
  private:
   void refreshTally();  // mutex_ held
@@ -78,6 +92,7 @@ class McpGateway {
   sandbox::SidecarLauncher& launcher_;
   std::unique_ptr<sandbox::ScopedDirectory> directory_;
   std::shared_ptr<const policy::Policy> policy_;
+  std::shared_ptr<const policy::EgressPolicy> egress_;
   sandbox::SidecarSpec spec_;
   RetainedAuditLog retained_audit_log_;
   std::mutex mutex_;
@@ -89,6 +104,7 @@ class McpGateway {
   std::uint64_t counted_allowed_ = 0;  // what metrics_ has been told so far
   std::uint64_t counted_denied_ = 0;
   std::uint64_t counted_errors_ = 0;
+  AuditTally::Egress counted_egress_;
 };
 
 // The policy a session's relay enforces: the call's list, narrowed by the operator's when the

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/egress.h"
 #include "policy/policy.h"
 #include "sandbox/backend.h"
 #include "sandbox/pausable_sandbox.h"
@@ -32,8 +33,11 @@ struct SessionOptions {
   // What the session's relay enforces: mcp_allowlist narrowed by the operator's list. Null or
   // without rules: the session gets no relay and no /run/mcp.
   std::shared_ptr<const policy::Policy> mcp_policy;
+  // What the session's egress proxy lets through (the operator's egress.allow and the profiles
+  // the call picked, narrowed by the call). Null or without rules: no proxy.
+  std::shared_ptr<const policy::EgressPolicy> egress_policy;
   // The option arguments as the call gave them (image, dockerfile, environment, volumes,
-  // mcp_allowlist): sealed into the session's snapshots, so that a server started again
+  // mcp_allowlist, egress): sealed into the session's snapshots, so that a server started again
   // (sessions.persist) checks them against its own config before it brings the session back.
   nlohmann::json arguments = nlohmann::json::object();
 };

@@ -22,10 +22,25 @@ std::string shuttingDown(const std::string& what = {}) {
          "balancer sends it to another replica";
 }
 
-// The sandbox sees its relay's socket directory, read-only, and where the socket is.
-void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway) {
+// The sandbox sees its relay's socket directory, read-only, and where the sockets are. With
+// egress, its agent forwards 127.0.0.1:<proxy_port> to the proxy's socket, and the usual proxy
+// variables point there (pip, npm, git, curl and urllib read them as they are).
+void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway,
+                      const config::EgressConfig& egress) {
   spec.volumes.push_back({gateway.socketDir(), kMcpSocketMount, /*read_only=*/true});
-  spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+  if (gateway.servesMcp()) {
+    spec.environment[kMcpSocketEnv] = std::string(kMcpSocketMount) + "/mcp.sock";
+  }
+  if (!gateway.servesEgress()) return;
+  const std::string port = std::to_string(egress.proxy_port);
+  spec.egress_proxy = port + "=" + kMcpSocketMount + "/" + gateway.egressSocketName();
+  const std::string proxy = "http://127.0.0.1:" + port;
+  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) {
+    spec.environment[name] = proxy;
+  }
+  for (const char* name : {"NO_PROXY", "no_proxy"}) {
+    spec.environment[name] = "localhost,127.0.0.1,::1";
+  }
 }
 
 }  // namespace
@@ -199,11 +214,12 @@ std::string SessionFactory::resolveImage(const SessionOptions& options, CancelTo
 
 std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
                                                         const SessionOptions& options) {
-  if (!options.mcp_policy || options.mcp_policy->rules.empty()) return nullptr;
+  const bool mcp = options.mcp_policy && !options.mcp_policy->rules.empty();
+  const bool egress = options.egress_policy && !options.egress_policy->rules.empty();
+  if (!mcp && !egress) return nullptr;
   if (services_.sidecars == nullptr || services_.runtime_dir == nullptr) {
-    throw SandboxError(
-        "mcp_allowlist is not available on this server (it runs without an MCP sidecar); "
-        "omit mcp_allowlist");
+    throw SandboxError(std::string(mcp ? "mcp_allowlist" : "egress") +
+                       " is not available on this server (it runs without a sidecar); omit it");
   }
   const auto& sidecar = config_.mcp.sidecar;
   std::vector<std::string> limit_flags = {"--upstream-connect-timeout-ms",
@@ -216,6 +232,15 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
                                           std::to_string(sidecar.max_body_bytes),
                                           "--audit-log-max-bytes",
                                           std::to_string(sidecar.audit_log_max_bytes)};
+  if (egress) {
+    const auto& limits = config_.egress;
+    limit_flags.insert(
+        limit_flags.end(),
+        {"--egress-max-connections", std::to_string(limits.max_connections), "--egress-max-bytes",
+         std::to_string(limits.max_mib * 1024 * 1024), "--egress-idle-timeout-ms",
+         std::to_string(limits.idle_timeout_s * 1000), "--egress-max-connection-ms",
+         std::to_string(limits.max_connection_s * 1000)});
+  }
   // The relay writes its socket and audit log there: in a container it runs as sidecar.user,
   // as a child process it runs as the server.
   const std::string owner = services_.sidecars->mode() == "container"
@@ -228,7 +253,7 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
                        static_cast<std::uint64_t>(config_.mcp.audit_log_max_bytes)),
       services_.server_endpoints ? services_.server_endpoints->get()
                                  : std::vector<policy::Endpoint>{},
-      &metrics());
+      &metrics(), egress ? options.egress_policy : nullptr);
 }
 
 sandbox::Limits SessionFactory::baseLimits() const {
@@ -325,7 +350,7 @@ std::shared_ptr<Session> SessionFactory::restore(const std::string& owner, const
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {
-    mountRelaySocket(spec, *gateway);
+    mountRelaySocket(spec, *gateway, config_.egress);
     gateway->start();
   }
   auto restored = backend_.restore(spec, [store, &snapshot_id](const std::filesystem::path& dir) {
@@ -380,7 +405,7 @@ std::shared_ptr<Session> SessionFactory::revive(const sandbox::SnapshotRecord& p
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {
-    mountRelaySocket(spec, *gateway);
+    mountRelaySocket(spec, *gateway, config_.egress);
     gateway->start();
   }
   auto pausable = std::make_unique<sandbox::PausableSandbox>(
@@ -400,7 +425,7 @@ std::shared_ptr<Session> SessionFactory::create(const std::string& owner, const 
   spec.labels["sandbox-mcp.session"] = id;
   auto gateway = openGateway(id, options);
   if (gateway) {
-    mountRelaySocket(spec, *gateway);
+    mountRelaySocket(spec, *gateway, config_.egress);
   }
   for (const auto& volume : spec.volumes) {
     log()->info("session {}: mounting host {} at {} ({})", id, volume.host_path,

@@ -36,6 +36,18 @@ SessionMetrics::SessionMetrics(metrics::Registry* registry) : registry_(registry
   sidecar_allowed_ = &registry_->counter(kSidecar, kSidecarHelp, {{"decision", "allowed"}});
   sidecar_denied_ = &registry_->counter(kSidecar, kSidecarHelp, {{"decision", "denied"}});
   sidecar_errors_ = &registry_->counter(kSidecar, kSidecarHelp, {{"decision", "error"}});
+  constexpr const char* kEgress = "sandbox_mcp_egress_requests_total";
+  constexpr const char* kEgressHelp =
+      "Connections from sandboxes through their egress proxy, by its decision (allowed, denied "
+      "by the egress rules, error: a bad request, or allowed and then failed).";
+  egress_allowed_ = &registry_->counter(kEgress, kEgressHelp, {{"decision", "allowed"}});
+  egress_denied_ = &registry_->counter(kEgress, kEgressHelp, {{"decision", "denied"}});
+  egress_errors_ = &registry_->counter(kEgress, kEgressHelp, {{"decision", "error"}});
+  constexpr const char* kEgressBytes = "sandbox_mcp_egress_bytes_total";
+  constexpr const char* kEgressBytesHelp =
+      "Bytes through sandboxes' egress proxies (direction: up, from the sandbox; down, to it).";
+  egress_up_ = &registry_->counter(kEgressBytes, kEgressBytesHelp, {{"direction", "up"}});
+  egress_down_ = &registry_->counter(kEgressBytes, kEgressBytesHelp, {{"direction", "down"}});
   failed_ = &registry_->counter("sandbox_mcp_session_create_failures_total",
                                 "New sessions whose sandbox could not be created.");
 }
@@ -56,6 +68,17 @@ void SessionMetrics::sidecarDecisions(std::uint64_t allowed, std::uint64_t denie
   sidecar_allowed_->inc(static_cast<double>(allowed));
   sidecar_denied_->inc(static_cast<double>(denied));
   sidecar_errors_->inc(static_cast<double>(errors));
+}
+
+void SessionMetrics::egressDecisions(std::uint64_t allowed, std::uint64_t denied,
+                                     std::uint64_t errors, std::uint64_t bytes_up,
+                                     std::uint64_t bytes_down) const {
+  if (registry_ == nullptr) return;
+  egress_allowed_->inc(static_cast<double>(allowed));
+  egress_denied_->inc(static_cast<double>(denied));
+  egress_errors_->inc(static_cast<double>(errors));
+  egress_up_->inc(static_cast<double>(bytes_up));
+  egress_down_->inc(static_cast<double>(bytes_down));
 }
 
 void SessionMetrics::creationFailed() const {

@@ -28,6 +28,9 @@ class SessionMetrics {
   void creationFailed() const;
   // Decisions of sessions' MCP sidecars (their audit logs), counted as the logs are read.
   void sidecarDecisions(std::uint64_t allowed, std::uint64_t denied, std::uint64_t errors) const;
+  // The same for their egress proxies, with the bytes relayed each way.
+  void egressDecisions(std::uint64_t allowed, std::uint64_t denied, std::uint64_t errors,
+                       std::uint64_t bytes_up, std::uint64_t bytes_down) const;
 
  private:
   // Counters are looked up once here: the counting calls take no lock (refused() runs under the
@@ -38,6 +41,11 @@ class SessionMetrics {
   metrics::Histogram* cold_ = nullptr;
   metrics::Counter* failed_ = nullptr;
   metrics::Counter* sidecar_allowed_ = nullptr;
+  metrics::Counter* egress_allowed_ = nullptr;
+  metrics::Counter* egress_denied_ = nullptr;
+  metrics::Counter* egress_errors_ = nullptr;
+  metrics::Counter* egress_up_ = nullptr;
+  metrics::Counter* egress_down_ = nullptr;
   metrics::Counter* sidecar_denied_ = nullptr;
   metrics::Counter* sidecar_errors_ = nullptr;
 };

@@ -40,6 +40,10 @@ std::string firstDifference(const SessionOptions& have, const SessionOptions& wa
   if (want.environment != have.environment) return "environment";
   if (want.volumes != have.volumes) return "volumes";
   if (want.mcp_allowlist != have.mcp_allowlist) return "mcp_allowlist";
+  const auto egress = [](const SessionOptions& options) {
+    return options.arguments.value("egress", nlohmann::json(false));
+  };
+  if (egress(want) != egress(have)) return "egress";
   return {};
 }
 

@@ -366,6 +366,12 @@ ToolResult runExecution(const json& arguments, ToolContext& ctx, sandbox::ExecKi
     throw;
   }
   session->countExecution();
+  if (auto* gateway = session->mcpGateway()) {
+    // The model reads why pip or curl could not connect here, not only in their error text.
+    for (const auto& refusal : gateway->takeEgressRefusals()) {
+      warnings.push_back("egress refused " + refusal);
+    }
+  }
 
   ToolResult out;
   if (acquired.lost_reason) result.state_lost = true;

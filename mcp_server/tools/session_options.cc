@@ -1,5 +1,6 @@
 #include "tools/session_options.h"
 
+#include "server/session_egress.h"
 #include "server/volume_policy.h"
 
 namespace tools {
@@ -62,6 +63,19 @@ json sessionOptionProperties() {
          "Public hosts only: loopback, private and other special addresses (and localhost) "
          "only when the server's operator allows them, and then only as the operator's list "
          "narrows; cloud metadata and this server itself are never reachable."}}},
+      {"egress",
+       {{"type", {"boolean", "object"}},
+        {"properties",
+         {{"profiles", {{"type", "array"}, {"maxItems", 16}, {"items", {{"type", "string"}}}}},
+          {"allow", {{"type", "array"}, {"maxItems", 64}}}}},
+        {"additionalProperties", false},
+        {"description",
+         "HTTP(S) from a new session to hosts the operator allows (off unless the operator "
+         "enabled egress): true gives the operator's egress.allow list; {\"profiles\": "
+         "[\"python-packages\"]} adds named lists (e.g. python-packages, npm-packages, "
+         "git-hosting); {\"allow\": [\"pypi.org\"]} narrows to those hosts. pip, npm, git, curl "
+         "and urllib use it as they are (HTTP_PROXY/HTTPS_PROXY are set); a refused request "
+         "gets HTTP 403 with the reason, and the result's warnings list it."}}},
   };
 }
 
@@ -69,7 +83,8 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
                                          const config::ServerConfig& config) {
   ParsedSessionOptions parsed;
   auto& options = parsed.options;
-  for (const char* name : {"image", "dockerfile", "environment", "volumes", "mcp_allowlist"}) {
+  for (const char* name :
+       {"image", "dockerfile", "environment", "volumes", "mcp_allowlist", "egress"}) {
     if (const auto it = arguments.find(name); it != arguments.end()) {
       options.arguments[name] = *it;
     }
@@ -102,6 +117,10 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
     options.mcp_allowlist = *it;
     parsed.given = true;
     if (!it->empty()) options.mcp_policy = server::effectivePolicy(*it, config.mcp.allowlist);
+  }
+  if (const auto it = arguments.find("egress"); it != arguments.end()) {
+    parsed.given = true;
+    options.egress_policy = server::sessionEgress(*it, config.egress);
   }
   return parsed;
 }

@@ -1,0 +1,27 @@
+// What a call's `egress` argument grants a new session: nothing (absent, false), or the
+// operator's egress.allow plus the profiles it picks, narrowed by its own `allow` entries. A
+// model's argument never widens what the operator configured. Thread-safe (pure).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "policy/egress.h"
+
+namespace server {
+
+// The catalog an operator's egress section describes. Throws policy::PolicyError (the config
+// loader has checked the entries already, so only a config built in code can fail).
+[[nodiscard]] policy::EgressCatalog egressCatalog(const config::EgressConfig& config);
+
+// nullptr when the call asks for no egress. Throws sandbox::SandboxError saying what the call
+// may ask for instead: egress off on this server, an unknown profile, a host the operator did
+// not list, or nothing left to allow.
+[[nodiscard]] std::shared_ptr<const policy::EgressPolicy> sessionEgress(
+    const nlohmann::json& requested, const config::EgressConfig& config);
+
+// "pypi.org, files.pythonhosted.org:443", for messages and logs.
+[[nodiscard]] std::string egressRulesText(const policy::EgressPolicy& rules);
+
+}  // namespace server

@@ -1,0 +1,186 @@
+// Who allows what on the egress proxy: the operator's egress section (checked at load), what a
+// call's `egress` argument may pick or narrow (never widen), what the relay is told (its rules
+// file and flags), and what the server learns back from the audit log (counts, bytes, the
+// refusals a tool result lists).
+#include "server/session_egress.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/config.h"
+#include "sandbox/backend.h"
+#include "sandbox/process_sidecar.h"
+#include "server/audit_tally.h"
+#include "server/mcp_gateway.h"
+
+namespace {
+
+using nlohmann::json;
+
+config::EgressConfig enabled(const json& allow = json::array({"pypi.org"})) {
+  return config::fromJson({{"egress", {{"enabled", true}, {"allow", allow}}}}).egress;
+}
+
+std::string refusal(const json& requested, const config::EgressConfig& config) {
+  try {
+    (void)server::sessionEgress(requested, config);
+  } catch (const sandbox::SandboxError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::vector<std::string> hosts(const policy::EgressPolicy& rules) {
+  std::vector<std::string> out;
+  for (const auto& rule : rules.rules) out.push_back(rule.host.toString());
+  return out;
+}
+
+TEST(SessionEgress, IsOffUnlessTheOperatorEnablesItAndTheRefusalSaysSo) {
+  const config::EgressConfig off;
+  const std::string error = refusal(true, off);
+  EXPECT_NE(error.find("egress.enabled"), std::string::npos) << error;
+  EXPECT_EQ(server::sessionEgress(false, off), nullptr);
+  EXPECT_EQ(server::sessionEgress(false, enabled()), nullptr);
+}
+
+TEST(SessionEgress, TrueGivesTheOperatorsListAndProfilesAddTheirs) {
+  const auto config = enabled();
+  EXPECT_EQ(hosts(*server::sessionEgress(true, config)), std::vector<std::string>{"pypi.org"});
+  const auto with_npm = server::sessionEgress({{"profiles", {"npm-packages"}}}, config);
+  EXPECT_EQ(hosts(*with_npm), (std::vector<std::string>{"pypi.org", "registry.npmjs.org"}));
+  const std::string unknown = refusal({{"profiles", {"everything"}}}, config);
+  EXPECT_NE(unknown.find("no profile 'everything'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("python-packages"), std::string::npos) << unknown;  // what there is
+}
+
+TEST(SessionEgress, ACallNarrowsButNeverWidens) {
+  const auto config = enabled(json::array({"pypi.org", "*.example.com", "api.example.org:8443"}));
+  const auto narrowed = server::sessionEgress({{"allow", {"a.example.com"}}}, config);
+  EXPECT_EQ(hosts(*narrowed), std::vector<std::string>{"a.example.com"});
+  for (const json& wider :
+       {json::array({"evil.example"}), json::array({"example.com"}), json::array({"*.com"}),
+        json::array({"pypi.org:8443"}), json::array({"api.example.org"}),
+        json::array({"127.0.0.1"}), json::array({"169.254.169.254"})}) {
+    const std::string error = refusal({{"allow", wider}}, config);
+    EXPECT_FALSE(error.empty()) << wider.dump() << " was granted";
+    EXPECT_NE(error.find("pypi.org"), std::string::npos) << error;  // it names what there is
+  }
+  // A profile the call picks can be narrowed into, too.
+  EXPECT_TRUE(
+      refusal({{"profiles", {"npm-packages"}}, {"allow", {"registry.npmjs.org"}}}, config).empty());
+  EXPECT_FALSE(refusal({{"allow", json::array()}}, config).empty());
+  EXPECT_NE(refusal({{"proxy", "x"}}, config).find("proxy"), std::string::npos);
+  EXPECT_FALSE(refusal(json("yes"), config).empty());
+}
+
+TEST(SessionEgress, NothingToAllowIsAnErrorThatNamesTheProfiles) {
+  const std::string error = refusal(true, enabled(json::array()));
+  EXPECT_NE(error.find("nothing to allow"), std::string::npos) << error;
+  EXPECT_NE(error.find("git-hosting"), std::string::npos) << error;
+}
+
+TEST(EgressConfig, TheLoaderRefusesMetadataBadEntriesAndBadNamesAndProfilesCanBeEdited) {
+  const auto fails = [](const json& egress, const std::string& needle) {
+    try {
+      (void)config::fromJson({{"egress", egress}});
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << egress.dump() << " was accepted";
+  };
+  fails({{"allow", {"169.254.169.254:80"}}}, "egress.allow");
+  fails({{"allow", {"metadata.google.internal"}}}, "metadata");
+  fails({{"allow", {"*"}}}, "egress.allow");
+  fails({{"profiles", {{"mine", {"https://x.example/path"}}}}}, "egress.profiles.mine");
+  fails({{"profiles", {{"Bad Name", {"x.example"}}}}}, "profile name");
+  fails({{"proxy_port", 80}}, "egress.proxy_port");
+  fails({{"max_mib", 0}}, "egress.max_mib");
+  fails({{"allow_everything", true}}, "allow_everything");
+  const auto edited = config::fromJson(
+      {{"egress",
+        {{"profiles", {{"npm-packages", nullptr}, {"python-packages", {"pypi.internal"}}}}}}});
+  EXPECT_EQ(edited.egress.profiles.count("npm-packages"), 0u);
+  EXPECT_EQ(edited.egress.profiles.at("python-packages"), json::array({"pypi.internal"}));
+  EXPECT_EQ(edited.egress.profiles.count("git-hosting"), 1u);  // the defaults stay
+  // The dump reads back to the same config.
+  const auto again = config::fromJson(config::toJson(edited));
+  EXPECT_EQ(again.egress.profiles, edited.egress.profiles);
+  EXPECT_FALSE(again.egress.enabled);
+}
+
+TEST(EgressAuditTally, CountsEgressLinesApartAndKeepsTheRefusalsForTheToolResult) {
+  server::AuditTally tally;
+  std::string lines;
+  lines += R"({"method":"POST","url":"https://mcp.example/mcp","decision":"allow","status":200})"
+           "\n";
+  lines += R"({"method":"CONNECT","url":"pypi.org:443","decision":"allow","status":200,)"
+           R"("bytes":1000,"kind":"egress","up":200})"
+           "\n";
+  for (int i = 0; i < 10; ++i) {
+    lines += R"({"method":"CONNECT","url":"evil.example:443","decision":"deny","status":403,)"
+             R"("reason":"not allowed )" +
+             std::to_string(i) + R"(","bytes":0,"kind":"egress","up":0})" + "\n";
+  }
+  lines += R"({"method":"CONNECT","url":"gone.example:443","decision":"error","status":502,)"
+           R"("reason":"cannot resolve","kind":"egress"})"
+           "\n";
+  tally.consume(lines);
+  EXPECT_EQ(tally.allowed(), 1u);  // the MCP line
+  EXPECT_EQ(tally.denied(), 0u);
+  EXPECT_EQ(tally.egress().allowed, 1u);
+  EXPECT_EQ(tally.egress().denied, 10u);
+  EXPECT_EQ(tally.egress().errors, 1u);
+  EXPECT_EQ(tally.egress().bytes_up, 200u);
+  EXPECT_EQ(tally.egress().bytes_down, 1000u);
+  const auto refusals = tally.takeEgressRefusals();
+  ASSERT_EQ(refusals.size(), server::AuditTally::kMaxRefusalsKept + 1);
+  EXPECT_EQ(refusals[0], "CONNECT evil.example:443: not allowed 0");
+  EXPECT_EQ(refusals.back(), "and 3 more (get_session_stats)");
+  EXPECT_TRUE(tally.takeEgressRefusals().empty());
+}
+
+class RecordingLauncher final : public sandbox::SidecarLauncher {
+ public:
+  struct Relay final : sandbox::Sidecar {
+    bool running() override { return true; }
+    [[nodiscard]] std::string describe() const override { return "test relay"; }
+  };
+  std::unique_ptr<sandbox::Sidecar> launch(const sandbox::SidecarSpec& spec) override {
+    launched = spec;
+    return std::make_unique<Relay>();
+  }
+  [[nodiscard]] std::string mode() const override { return "process"; }
+  sandbox::SidecarSpec launched;
+};
+
+TEST(EgressGatewayFiles, TheRelayGetsTheRulesFileAndTheProxySocketBesideTheMcpOne) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("egress-gateway-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  RecordingLauncher launcher;
+  {
+    const auto rules = server::sessionEgress({{"profiles", {"npm-packages"}}}, enabled());
+    server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir.string()),
+                               "s1", nullptr, {}, {}, {}, nullptr, rules);
+    EXPECT_FALSE(gateway.servesMcp());
+    EXPECT_TRUE(gateway.servesEgress());
+    gateway.start();
+    ASSERT_FALSE(launcher.launched.egress_rules_file.empty());
+    std::ifstream in(launcher.launched.egress_rules_file);
+    const auto written = policy::loadEgressRules(json::parse(in), "file");
+    EXPECT_EQ(hosts(written), (std::vector<std::string>{"pypi.org", "registry.npmjs.org"}));
+    const auto args = sandbox::sidecarArguments(launcher.launched, "/session");
+    const auto at = std::find(args.begin(), args.end(), "--egress-listen");
+    ASSERT_NE(at, args.end());
+    EXPECT_EQ(*(at + 1), "/session/sock/egress.sock");
+    EXPECT_NE(std::find(args.begin(), args.end(), "/session/egress.json"), args.end());
+    EXPECT_EQ(gateway.stats()["egress"]["allow"], "pypi.org, registry.npmjs.org");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));  // the directory goes with the gateway
+}
+
+}  // namespace
