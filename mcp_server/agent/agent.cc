@@ -44,7 +44,8 @@ std::int64_t targetField(const nlohmann::json& request) {
 
 }  // namespace
 
-Agent::Agent(std::filesystem::path saved_output_dir)
+Agent::Agent(std::filesystem::path saved_output_dir,
+             const std::optional<EgressProxySpec>& egress_proxy)
     : executor_(
           loop_, reaper_, [this](const nlohmann::json& message) { send(message); },
           std::move(saved_output_dir)),
@@ -57,6 +58,8 @@ Agent::Agent(std::filesystem::path saved_output_dir)
   if (ec) cwd_ = "/";
   loop_.watchFd(kInputFd, POLLIN, [this](short /*revents*/) { onReadable(kInputFd); });
   loop_.watchFd(signals_.fd(), POLLIN, [this](short /*revents*/) { onSignals(); });
+  // Forked first, while the agent holds the fewest descriptors and the least memory.
+  if (egress_proxy) egress_.emplace(loop_, reaper_, *egress_proxy);
   executor_.startPython();
   executor_.prestartShell();
 }
@@ -277,6 +280,7 @@ void Agent::shutdown(int exit_code, std::string_view reason) {
   std::fprintf(stderr, "sandbox-agent: %.*s\n", static_cast<int>(reason.size()), reason.data());
   shutting_down_ = true;
   exit_code_ = exit_code;
+  if (egress_) egress_->stop();
   executor_.killEverything();
   killRemainingChildren();
   loop_.stop();

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "agent/child_process.h"
+#include "agent/egress_forwarder.h"
 #include "agent/event_loop.h"
 #include "agent/executor.h"
 #include "agent/output_spill.h"
@@ -22,9 +23,11 @@ namespace agent {
 
 class Agent {
  public:
-  // Installs signal handling and starts the Python driver. Throws std::system_error on failure.
+  // Installs signal handling, starts the egress forwarder (when `egress_proxy` is given) and the
+  // Python driver. Throws std::system_error on failure (e.g. the egress port cannot be bound).
   // `saved_output_dir`: where output past an exec's cap is saved (see OutputSpill).
-  explicit Agent(std::filesystem::path saved_output_dir = std::string(kSavedOutputDir));
+  explicit Agent(std::filesystem::path saved_output_dir = std::string(kSavedOutputDir),
+                 const std::optional<EgressProxySpec>& egress_proxy = std::nullopt);
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
@@ -55,6 +58,7 @@ class Agent {
   SignalFd signals_;
   Reaper reaper_;
   Executor executor_;
+  std::optional<EgressForwarder> egress_;  // with --egress-proxy
   int input_fd_;   // where requests come from: stdin, then the channel socket
   int output_fd_;  // where frames go: stdout, then the channel socket
   common::UniqueFd channel_;

@@ -60,6 +60,10 @@ struct SandboxSpec {
   // Host directory of Python modules the server provides (sandbox_mcp), mounted read-only at
   // /.sandbox/python and put first on PYTHONPATH; empty: none.
   std::string python_helper_dir;
+  // "PORT=SOCKET" for the agent's --egress-proxy: it forwards TCP connections to
+  // 127.0.0.1:PORT inside the sandbox to the Unix socket SOCKET (the egress gateway's, mounted
+  // into the sandbox); empty: none.
+  std::string egress_proxy;
 };
 
 // The agent protocol's messages are the backend's vocabulary (one definition, one codec).

@@ -66,6 +66,27 @@ TEST(ContainerCreateBody, WithoutACodeUserTheAgentGetsNoCapability) {
   EXPECT_EQ(body["HostConfig"]["CapAdd"], json::array());
 }
 
+TEST(ContainerCreateBody, PassesTheEgressProxyToTheAgent) {
+  SandboxSpec spec = pythonSpec();
+  spec.egress_proxy = "3128=/run/mcp/egress.sock";
+  const json body = containerCreateBody(spec, AgentMounts::fromHost("/opt/agent"), {});
+  EXPECT_EQ(body["Cmd"], json({"/.sandbox/agent", "--code-user", "65534:65534", "--egress-proxy",
+                               "3128=/run/mcp/egress.sock"}));
+  spec.user = "";
+  EXPECT_EQ(containerCreateBody(spec, AgentMounts::fromHost("/opt/agent"), {})["Cmd"],
+            json({"/.sandbox/agent", "--egress-proxy", "3128=/run/mcp/egress.sock"}));
+}
+
+TEST(ContainerCreateBody, RefusesAMalformedEgressProxy) {
+  SandboxSpec spec = pythonSpec();
+  for (const char* value : {"3128", "=/run/s", "3128=", "3128=run/s", "port=/run/s", "-1=/run/s"}) {
+    spec.egress_proxy = value;
+    EXPECT_THROW((void)containerCreateBody(spec, AgentMounts::fromHost("/opt/agent"), {}),
+                 SandboxError)
+        << value;
+  }
+}
+
 TEST(ContainerCreateBody, RefusesANonNumericCodeUser) {
   SandboxSpec spec;
   spec.image = "img";

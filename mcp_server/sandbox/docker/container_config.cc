@@ -31,6 +31,13 @@ bool isNumericUser(std::string_view user) {
          isDecimal(user.substr(colon + 1));
 }
 
+// "PORT=/absolute/socket", as the agent's --egress-proxy takes it (the agent checks the range).
+bool isEgressProxyValue(std::string_view value) {
+  const auto equals = value.find('=');
+  return equals != std::string_view::npos && isDecimal(value.substr(0, equals)) &&
+         equals + 1 < value.size() && value[equals + 1] == '/';
+}
+
 }  // namespace
 
 void validateSpec(const SandboxSpec& spec) {
@@ -59,6 +66,12 @@ void validateSpec(const SandboxSpec& spec) {
   if (!spec.user.empty() && !isNumericUser(spec.user)) {
     throw SandboxError("spec.user must be numeric 'uid:gid' (e.g. 65534:65534), got '" + spec.user +
                        "'");
+  }
+  if (!spec.egress_proxy.empty() && !isEgressProxyValue(spec.egress_proxy)) {
+    throw SandboxError(
+        "spec.egress_proxy must be 'PORT=/absolute/socket/path' (e.g. "
+        "3128=/run/mcp/egress.sock), got '" +
+        spec.egress_proxy + "'");
   }
   for (const auto& [key, value] : spec.environment) {
     if (key.empty() || key.find('=') != std::string::npos) {
@@ -108,6 +121,16 @@ void addAgentMounts(const SandboxSpec& spec, const AgentMounts& mounts, nlohmann
   if (!spec.python_helper_dir.empty()) {
     binds.push_back(spec.python_helper_dir + ":" + kPythonHelperContainerPath + ":ro");
   }
+}
+
+// The agent's command line: PID 1 of the container.
+nlohmann::json agentCommand(const SandboxSpec& spec) {
+  nlohmann::json command = {kAgentContainerPath};
+  if (!spec.user.empty()) command.insert(command.end(), {"--code-user", spec.user});
+  if (!spec.egress_proxy.empty()) {
+    command.insert(command.end(), {"--egress-proxy", spec.egress_proxy});
+  }
+  return command;
 }
 
 }  // namespace
@@ -173,8 +196,7 @@ nlohmann::json containerCreateBody(const SandboxSpec& spec, const AgentMounts& m
 
   nlohmann::json body = {
       {"Image", spec.image},
-      {"Cmd", spec.user.empty() ? nlohmann::json{kAgentContainerPath}
-                                : nlohmann::json{kAgentContainerPath, "--code-user", spec.user}},
+      {"Cmd", agentCommand(spec)},
       {"Entrypoint", nlohmann::json::array()},  // ignore the image's entrypoint
       {"Env", env},
       {"WorkingDir", spec.workdir},
