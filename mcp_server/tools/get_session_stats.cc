@@ -51,8 +51,9 @@ Tool makeGetSessionStatsTool() {
          {"mcp",
           {{"type", "object"},
            {"description",
-            "present when the session has an MCP sidecar: {allowlist (enforced), sidecar: "
-            "{mode, relay, running, restarts, allowed, denied, errors}}"}}}}},
+            "present when the session has a sidecar (mcp_allowlist or egress): {allowlist "
+            "(enforced), sidecar: {mode, relay, running, restarts, allowed, denied, errors}, "
+            "egress (with egress): {allow, allowed, denied, errors, bytes_up, bytes_down}}"}}}}},
        {"required",
         {"session_id", "execution_count", "created_at", "uptime", "container_status", "image",
          "runtime"}}},
@@ -104,6 +105,12 @@ Tool makeGetSessionStatsTool() {
                       std::to_string(relay["allowed"].get<std::uint64_t>()) + " allowed, " +
                       std::to_string(relay["denied"].get<std::uint64_t>()) + " denied, " +
                       std::to_string(relay["errors"].get<std::uint64_t>()) + " failed upstream";
+          if (const auto egress = out.structured["mcp"].find("egress");
+              egress != out.structured["mcp"].end()) {
+            out.text += "; egress to " + (*egress)["allow"].get<std::string>() + ": " +
+                        std::to_string((*egress)["allowed"].get<std::uint64_t>()) + " allowed, " +
+                        std::to_string((*egress)["denied"].get<std::uint64_t>()) + " denied";
+          }
         }
         return out;
       }};
