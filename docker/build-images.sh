@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the sandbox base images without an image registry, from Debian packages only:
 #   sandbox-mcp/python:latest          the default: bookworm minbase + python3 with numpy, pandas,
-#                                      matplotlib (Agg), scipy, pillow; Node.js; procps, git, file,
-#                                      zip, unzip, jq, sqlite3
+#                                      matplotlib (Agg), scipy, pillow; Node.js; pip and npm
+#                                      (installing into /tmp/.local, /workspace/node_modules);
+#                                      procps, git, file, zip, unzip, jq, sqlite3
 #   sandbox-mcp/python-minimal:latest  bookworm minbase + python3 only (--minimal)
 #
 # debootstrap fetches from the Debian mirror this machine's apt already uses, the root
@@ -36,14 +37,35 @@ readonly RECIPE_LABEL=sandbox-mcp.recipe
 # matplotlib come with python3-matplotlib (fonts-dejavu-core); ca-certificates with nodejs.
 readonly DATA_PACKAGES="python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pil"
 readonly TOOL_PACKAGES="nodejs procps git file zip unzip jq sqlite3"
+# Package managers. The root is read-only and code runs as uid 65534, so both install into
+# writable per-session places: pip into the user site under PYTHONUSERBASE (/tmp/.local, a tmpfs;
+# driver.py keeps a running interpreter's sys.path in step with it), npm into
+# /workspace/node_modules (npm install) or its prefix /tmp/.local (npm install -g).
+readonly PACKAGE_MANAGERS="python3-pip npm"
 # MPLBACKEND: no display in a sandbox. MPLCONFIGDIR: the root is read-only, /tmp is a tmpfs.
 readonly DATA_ENV="MPLBACKEND=Agg MPLCONFIGDIR=/tmp/matplotlib"
+# Quiet, non-interactive package managers that write only under /tmp and /workspace. No pip cache:
+# /tmp is a tmpfs counted against the sandbox's memory, a second copy of every wheel would be too.
+# NODE_PATH lets node anywhere (and a JavaScript session whatever its directory) require() what
+# npm installed in /workspace or globally.
+readonly USER_BASE=/tmp/.local
+readonly PACKAGE_ENV="PYTHONUSERBASE=${USER_BASE} PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
+PIP_NO_CACHE_DIR=1 PIP_PROGRESS_BAR=off PIP_ROOT_USER_ACTION=ignore \
+npm_config_update_notifier=false npm_config_audit=false npm_config_fund=false \
+npm_config_yes=true npm_config_progress=false npm_config_cache=/tmp/.npm \
+npm_config_prefix=${USER_BASE} NODE_PATH=/workspace/node_modules:${USER_BASE}/lib/node_modules"
 # Stub packages: empty packages that satisfy a dependency nothing needs at run time.
 #  - python3-pythran (scipy depends on it): a compiler front end scipy never runs once built; the
 #    real one depends on g++, the Boost and BLAS headers and python3-all-dev (~600 MB).
 #  - unicode-data (python3-fonttools depends on it, 37 MB of text files): fontTools ships its own
 #    tables; only its generator scripts read these.
-readonly STUB_PACKAGES="python3-pythran unicode-data"
+#  - node-gyp (npm depends on it): builds native addons, which needs a C++ compiler the image
+#    does not have; it pulls gyp, libnode-dev and libssl-dev (~25 MB). npm resolves its
+#    bin/node-gyp.js when it starts, so the stand-in ships one that says why it cannot build
+#    (stub_files); a package with a native addon fails to install either way.
+#  - webpack (node-css-loader, whose bundled cssesc npm uses, depends on it): a bundler npm never
+#    runs; it pulls babel, eslint, terser and tape (~70 MB, ~200 packages).
+readonly STUB_PACKAGES="python3-pythran unicode-data node-gyp webpack"
 # Smoke tests: shell scripts run (sh -c) in a candidate image under gVisor, read-only, uid 65534.
 smoke_minimal() { echo "python3 -c 'import json, ast, csv, sqlite3; print(1)'"; }
 smoke_default() {
@@ -63,6 +85,39 @@ file /tmp/smoke.png
 jq -n 1 >/dev/null
 sqlite3 :memory: 'select 1' >/dev/null
 zip -v >/dev/null && unzip -v >/dev/null
+pip --version
+npm_version="$(npm --version)" && echo "npm ${npm_version}"
+cd /workspace
+# pip: a wheel built here installs into the user site (read-only root, no PEP 668 refusal) and a
+# new interpreter imports it from there.
+python3 - <<'PY'
+import base64, hashlib, zipfile
+info = "smoke_pkg-1.0.dist-info/"
+files = {"smoke_pkg/__init__.py": "VALUE = 42\n",
+         info + "METADATA": "Metadata-Version: 2.1\nName: smoke-pkg\nVersion: 1.0\n",
+         info + "WHEEL": "Wheel-Version: 1.0\nGenerator: smoke\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n"}
+def digest(text):
+    raw = hashlib.sha256(text.encode()).digest()
+    return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+record = "".join("%s,%s,%d\n" % (n, digest(t), len(t.encode())) for n, t in files.items())
+with zipfile.ZipFile("/tmp/smoke_pkg-1.0-py3-none-any.whl", "w") as wheel:
+    for name, text in files.items():
+        wheel.writestr(name, text)
+    wheel.writestr(info + "RECORD", record + info + "RECORD,,\n")
+PY
+pip install -q --no-index /tmp/smoke_pkg-1.0-py3-none-any.whl
+python3 -c 'import site, smoke_pkg
+assert smoke_pkg.__file__.startswith(site.getusersitepackages()), smoke_pkg.__file__
+print("pip user site", site.getusersitepackages())'
+# npm: a package installs into /workspace/node_modules and node finds it there and elsewhere.
+mkdir /tmp/smoke-js && cd /tmp/smoke-js
+echo '{"name": "smoke-js", "version": "1.0.0", "main": "index.js"}' >package.json
+echo 'module.exports = 42;' >index.js
+npm pack --silent >/dev/null && cd /workspace
+npm install --silent /tmp/smoke-js/smoke-js-1.0.0.tgz
+node -e 'if (require("smoke-js") !== 42) process.exit(1)'
+cd / && node -p '"npm module " + require.resolve("smoke-js")'
 SH
 }
 readonly IMAGE_PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -132,12 +187,14 @@ recipe_field() {
   case "${kind}/${field}" in
     default/tag) echo "${DEFAULT_TAG}" ;;
     default/title) echo sandbox-mcp-python ;;
-    default/packages) echo "${DATA_PACKAGES} ${TOOL_PACKAGES}" ;;
+    default/packages) echo "${DATA_PACKAGES} ${TOOL_PACKAGES} ${PACKAGE_MANAGERS}" ;;
     default/stubs) echo "${STUB_PACKAGES}" ;;
-    default/env) echo "${DATA_ENV}" ;;
+    # Last on PATH: what pip and npm install (console scripts) never shadows the system's commands.
+    default/env) echo "PATH=${IMAGE_PATH}:${USER_BASE}/bin ${DATA_ENV} ${PACKAGE_ENV}" ;;
     minimal/tag) echo "${MINIMAL_TAG}" ;;
     minimal/title) echo sandbox-mcp-python-minimal ;;
-    minimal/packages | minimal/stubs | minimal/env) echo "" ;;
+    minimal/env) echo "PATH=${IMAGE_PATH}" ;;
+    minimal/packages | minimal/stubs) echo "" ;;
     *) die "internal: no recipe field ${kind}/${field}" ;;
   esac
 }
@@ -150,8 +207,8 @@ recipe_hash() {
   {
     for field in packages stubs env; do recipe_field "${kind}" "${field}"; done
     echo "${SUITE} keep_pyc=${SANDBOX_KEEP_PYC:-1}"
-    declare -f bootstrap_rootfs make_stub_deb install_extra_packages trim_rootfs import_rootfs \
-      "smoke_${kind}"
+    declare -f bootstrap_rootfs stub_files make_stub_deb install_extra_packages \
+      unmark_externally_managed trim_rootfs import_rootfs smoke_test "smoke_${kind}"
   } | sha256sum | cut -c1-16
 }
 
@@ -172,11 +229,28 @@ bootstrap_rootfs() {
   fi
 }
 
-# make_stub_deb NAME OUT_DIR: an empty package NAME (no files, no dependencies) whose version
-# sorts above any real one, so apt treats the dependency as met and never replaces it.
+# stub_files NAME ROOT: the few files a stand-in must still provide, under ROOT.
+stub_files() {
+  local name="$1" root="$2"
+  case "${name}" in
+    node-gyp)
+      install -d "${root}/usr/share/nodejs/node-gyp/bin"
+      printf '%s\n' '#!/usr/bin/env node' \
+        "console.error('node-gyp: this sandbox image cannot build native addons (no C/C++ '" \
+        "  + 'compiler); use a package with prebuilt binaries or plain JavaScript');" \
+        'process.exit(1);' >"${root}/usr/share/nodejs/node-gyp/bin/node-gyp.js"
+      chmod 0755 "${root}/usr/share/nodejs/node-gyp/bin/node-gyp.js"
+      ;;
+  esac
+}
+
+# make_stub_deb NAME OUT_DIR: an empty package NAME (no dependencies, no files but stub_files')
+# whose version sorts above any real one, so apt treats the dependency as met and never
+# replaces it.
 make_stub_deb() {
   local name="$1" out="$2" pkg="${WORK_DIR}/stub-$1"
   mkdir -p "${pkg}/DEBIAN"
+  stub_files "${name}" "${pkg}"
   printf '%s\n' "Package: ${name}" "Version: 99:0+sandbox-mcp-stub" "Architecture: all" \
     "Maintainer: sandbox-mcp <nobody@invalid>" \
     "Description: empty stand-in installed by sandbox-mcp's docker/build-images.sh" \
@@ -215,6 +289,14 @@ install_extra_packages() {
   fi
 }
 
+# PEP 668: Debian marks its Python "externally managed", and pip then refuses every install, --user
+# ones included, without --break-system-packages. The marker guards apt's files against pip; here
+# the root is read-only and pip installs only into the user site, so it guards nothing. Removing it
+# (rather than setting PIP_BREAK_SYSTEM_PACKAGES) also covers pip run with a scrubbed environment.
+unmark_externally_managed() {
+  rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED
+}
+
 rootfs_size() { du -sb --one-file-system "$1" | cut -f1; }
 human() { numfmt --to=iec-i --suffix=B "$1"; }
 
@@ -247,12 +329,12 @@ trim_rootfs() {
   log_info "rootfs trimmed: $(human "${before}") -> $(human "${after}")"
 }
 
-# import_rootfs DIR TAG TITLE RECIPE [EXTRA_ENV]
+# import_rootfs DIR TAG TITLE RECIPE ENV (ENV sets PATH, among others)
 import_rootfs() {
-  local dir="$1" tag="$2" title="$3" recipe="$4" extra_env="${5:-}"
+  local dir="$1" tag="$2" title="$3" recipe="$4" extra_env="$5"
   tar -C "${dir}" --numeric-owner --one-file-system -c . |
     docker import \
-      --change "ENV LANG=C.UTF-8 PATH=${IMAGE_PATH} PYTHONDONTWRITEBYTECODE=1 HOME=/tmp${extra_env:+ ${extra_env}}" \
+      --change "ENV LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp${extra_env:+ ${extra_env}}" \
       --change 'WORKDIR /workspace' \
       --change 'CMD ["python3"]' \
       --change "LABEL org.opencontainers.image.title=\"${title}\" sandbox-mcp.image=1 ${RECIPE_LABEL}=${recipe}" \
@@ -260,10 +342,13 @@ import_rootfs() {
       - "${tag}" >/dev/null
 }
 
+# Runs SCRIPT the way sandboxes run code: read-only root, uid 65534, no network, tmpfs /tmp and
+# /workspace (writable by anyone, executables allowed).
 smoke_test() {
-  local tag="$1" script="$2" status=0
+  local tag="$1" script="$2" status=0 tmpfs="rw,nosuid,nodev,exec,mode=1777"
   log_info "smoke test under ${SMOKE_RUNTIME} (read-only root, uid 65534, no network)"
-  docker run --rm --runtime="${SMOKE_RUNTIME}" --network none --read-only --tmpfs /tmp \
+  docker run --rm --runtime="${SMOKE_RUNTIME}" --network none --read-only \
+    --tmpfs "/tmp:${tmpfs}" --tmpfs "/workspace:${tmpfs}" --workdir /workspace \
     --user 65534:65534 "${tag}" sh -c "${script}" >"${WORK_DIR}/smoke.log" 2>&1 || status=$?
   sed 's/^/      /' "${WORK_DIR}/smoke.log" >&2
   return "${status}"
@@ -291,6 +376,7 @@ build_image() {
   bootstrap_rootfs "${rootfs}"
   # shellcheck disable=SC2046 # a space-separated package list
   install_extra_packages "${rootfs}" "$(recipe_field "${kind}" stubs)" $(recipe_field "${kind}" packages)
+  unmark_externally_managed "${rootfs}"
   trim_rootfs "${rootfs}"
   import_rootfs "${rootfs}" "${candidate}" "${title}" "${recipe}" "$(recipe_field "${kind}" env)"
   rm -rf --one-file-system "${rootfs}"

@@ -56,8 +56,9 @@ readonly SANDBOX_APT_PACKAGES=(
   # container engine and the offline image builder (docker/build-images.sh); gVisor (runsc)
   # comes from bookworm-backports: see install_gvisor
   docker.io debootstrap
-  # script helpers, e2e/bench tooling; openssl makes scripts/tls_dockerd.sh's certificates
-  python3 curl jq hyperfine openssl
+  # script helpers, e2e/bench tooling; openssl makes scripts/tls_dockerd.sh's certificates and
+  # tests/e2e/package_index.mjs's; pip installs from that index in its self-test
+  python3 python3-pip curl jq hyperfine openssl
   # the sticky front of a fleet (deploy/haproxy.cfg), run by tests/e2e/fleet.test.mjs
   haproxy
 )

@@ -9,6 +9,9 @@ Protocol (one JSON object per line):
                   "exit_code": int, "result": str | null,
                   "interrupted": bool, "exec_ms"?: float (the code's own run time), "images"?: [{"path", "width", "height", "bytes",
                   "data_b64"}], "table"?: {"kind", "shape", "dtypes", "dtypes_cut"}}
+Packages pip installs while the session runs (into the user site: the root is read-only) import
+in this interpreter too, in the same cell or a later one: _UserSite keeps sys.path and the import
+caches in step with that directory.
 Figures a cell leaves open (or shows with plt.show(), or passes to display()) and values with
 _repr_png_ come back as PNG images, saved full size under figures_dir and sent inline downscaled
 to the limits; a pandas DataFrame/Series value comes back as a compact text table plus its shape
@@ -23,11 +26,14 @@ is never attributed to the next cell.
 
 import ast
 import builtins
+import importlib
+import importlib.machinery
 import io
 import json
 import linecache
 import os
 import signal
+import site
 import sys
 import threading
 import time
@@ -140,6 +146,80 @@ def _start_flusher():
                      daemon=True).start()
 
 
+class _UserSite:
+    """Keeps this long-lived interpreter in step with the user site directory, where pip installs
+    when the system site-packages are read-only (PYTHONUSERBASE or ~/.local). Python puts that
+    directory on sys.path at start only if it exists then, and its finders cache directory
+    listings, so without this a package pip installs mid-session would not import before a
+    restart. The directory is created at start and put where Python would have put it (before
+    the system site-packages); when it changes, the import caches are dropped and new .pth files
+    are processed. Checked before each cell and whenever an import finds nothing (pip ran in the
+    same cell). Doing it here rather than in the image or the agent: /tmp is a fresh tmpfs in
+    every sandbox, the agent runs any image and does not know the interpreter's version, and the
+    interpreter is the one whose caches go stale."""
+
+    path = None  # the user site directory; None when user site-packages are disabled (-s, ...)
+    mtime_ns = None
+    pth_files = set()  # .pth files processed already (by site at start, or here)
+    lock = threading.RLock()  # imports run in any thread; a .pth file may import
+
+    @classmethod
+    def start(cls):
+        if not site.ENABLE_USER_SITE:
+            return
+        cls.path = site.getusersitepackages()
+        if cls.path in sys.path:  # it existed at start: site has processed its .pth files
+            cls.pth_files.update(cls._pth_names())
+        else:
+            try:
+                os.makedirs(cls.path, exist_ok=True)
+            except OSError:
+                pass  # no writable home: pip could not install there either
+        cls.refresh()
+
+    @classmethod
+    def refresh(cls):
+        """Returns True when the directory changed since the last look."""
+        if cls.path is None:
+            return False
+        with cls.lock:
+            try:
+                mtime_ns = os.stat(cls.path).st_mtime_ns
+            except OSError:
+                return False
+            if mtime_ns == cls.mtime_ns:
+                return False
+            cls.mtime_ns = mtime_ns
+            if cls.path not in sys.path:
+                system = set(site.getsitepackages())
+                index = next((i for i, entry in enumerate(sys.path) if entry in system),
+                             len(sys.path))
+                sys.path.insert(index, cls.path)
+            importlib.invalidate_caches()
+            for name in sorted(cls._pth_names() - cls.pth_files):
+                cls.pth_files.add(name)
+                site.addpackage(cls.path, name, None)
+            return True
+
+    @classmethod
+    def _pth_names(cls):
+        try:
+            return {name for name in os.listdir(cls.path) if name.endswith(".pth")}
+        except OSError:
+            return set()
+
+
+class _UserSiteFinder:
+    """Last on sys.meta_path: a top-level import nothing found looks again if the user site
+    changed meanwhile (pip ran earlier in the same cell)."""
+
+    @staticmethod
+    def find_spec(name, path, target=None):
+        if path is not None or not _UserSite.refresh():
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, path, target)
+
+
 def _on_sigint(signum, frame):
     # An interrupt that lands between cells (the agent's deadline raced the reply) is ignored.
     if _State.running:
@@ -232,6 +312,7 @@ def _run_cell(command, namespace):
         return reply
     if signal.getsignal(signal.SIGINT) is not _on_sigint:
         signal.signal(signal.SIGINT, _on_sigint)  # user code replaced it in an earlier cell
+    _UserSite.refresh()  # pip may have run since the last cell (run_shell)
     collector = _Collector(command, _State.cells)
     _Collector.current = collector if collector.max_images > 0 else None
     _State.cell_running.set()
@@ -278,6 +359,8 @@ def _main():
     _buffered_std_streams()
     _flush_before_other_processes_write()
     _start_flusher()
+    _UserSite.start()
+    sys.meta_path.append(_UserSiteFinder)
     commands = os.fdopen(_COMMAND_FD, "rb")
     signal.signal(signal.SIGINT, _on_sigint)
 

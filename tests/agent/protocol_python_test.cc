@@ -1,12 +1,13 @@
 // The Python kind through the real sandbox-agent binary over pipes: hello, state kept between
-// execs, notebook-style results, exceptions and exits, interpreter restarts, timeouts, a host
-// without python3, and exec latency.
+// execs, notebook-style results, exceptions and exits, interpreter restarts, timeouts, packages
+// installed into the user site mid-session, a host without python3, and exec latency.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,51 @@ TEST(Unit, InterruptSwallowingCodeIsKilledAndStateIsLost) {
   EXPECT_EQ(after["status"], "error");
   EXPECT_NE(after["stderr"].get<std::string>().find("NameError"), std::string::npos) << after;
   EXPECT_EQ(agent.exec("python", "1+1")["result"], "2");
+}
+
+// Does what `pip install` does when site-packages is read-only: writes package argv[1] (and, if
+// argv[2] is not empty, a .pth file with that line) into the user site, which need not exist.
+constexpr const char* kFakePipInstall =
+    "import os, site, sys\n"
+    "name, pth = sys.argv[1], sys.argv[2]\n"
+    "d = site.getusersitepackages()\n"
+    "os.makedirs(os.path.join(d, name))\n"
+    "open(os.path.join(d, name, '__init__.py'), 'w').write('VALUE = 7')\n"
+    "if pth: open(os.path.join(d, name + '.pth'), 'w').write(pth)\n";
+
+TEST(Unit, RunningInterpreterImportsWhatPipInstallsIntoTheUserSite) {
+  TempDir dir;
+  std::ofstream(dir.path() / "fake_pip.py") << kFakePipInstall;
+  AgentClient agent(dir.path(), {{"PYTHONUSERBASE", (dir.path() / "userbase").string()}});
+  // The user site did not exist when the interpreter started: it is there now, before the
+  // system site-packages, as a fresh interpreter would have it.
+  const json placed =
+      agent.exec("python",
+                 "import site, sys\n"
+                 "i = sys.path.index(site.getusersitepackages())\n"
+                 "all(i < sys.path.index(p) for p in site.getsitepackages() if p in sys.path)");
+  EXPECT_EQ(placed["result"], "True") << placed;
+
+  // Installed by a subprocess, imported in the same cell.
+  const json same_cell =
+      agent.exec("python",
+                 "import subprocess, sys\n"
+                 "subprocess.run([sys.executable, 'fake_pip.py', 'first_pkg', ''], check=True)\n"
+                 "import first_pkg\n"
+                 "first_pkg.VALUE");
+  EXPECT_EQ(same_cell["result"], "7") << same_cell;
+
+  // Installed from the shell between cells, with a .pth file that runs code: it runs once.
+  const json installed = agent.exec(
+      "shell",
+      "python3 fake_pip.py second_pkg "
+      "'import os; os.environ[\"PTH_RUNS\"] = str(int(os.environ.get(\"PTH_RUNS\", 0)) + 1)'");
+  ASSERT_EQ(installed["exit_code"], 0) << installed;
+  const json next_cell = agent.exec("python",
+                                    "import os, second_pkg\n"
+                                    "(second_pkg.VALUE, os.environ.get('PTH_RUNS'))");
+  EXPECT_EQ(next_cell["result"], "(7, '1')") << next_cell;
+  EXPECT_EQ(agent.exec("python", "os.environ.get('PTH_RUNS')")["result"], "'1'");
 }
 
 TEST(Unit, WithoutPython3ShellStillWorks) {
