@@ -1,5 +1,6 @@
 // The sandbox images end to end (official MCP client, real server, dockerd, runsc): the default
-// image has the data stack and the command-line tools agents reach for first; the minimal image
+// image has the data stack, the command-line tools agents reach for first, and pip and npm that
+// install as the sandbox user into the session; the minimal image
 // (docker/build-images.sh --minimal) still runs Python, and JavaScript there says which image has
 // Node.js.
 import assert from 'node:assert/strict';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectStdio, waitFor } from './harness.mjs';
 import { call } from './flow.mjs';
+import { buildNpmPackage, buildWheel } from './package_index.mjs';
 
 const MINIMAL_IMAGE = 'sandbox-mcp/python-minimal:latest';
 
@@ -79,6 +81,57 @@ describe('the default image', () => {
     assert.equal(res.structuredContent.status, 'success', res.structuredContent.stderr);
     assert.equal(res.structuredContent.stdout, 'function\nps\ngit\n3\n42\nhi\napplication/zip\n');
     await call(conn.client, 'cleanup_session', { session_id: res.structuredContent.session_id });
+  });
+
+  // No index needed: the packages are local files, built here and uploaded.
+  test('pip and npm install as the sandbox user, and running interpreters use what they install', async () => {
+    const upload = async (file, body, sid) => {
+      const res = await call(conn.client, 'upload_file', {
+        path: file, content: body.toString('base64'), encoding: 'base64', session_id: sid,
+      });
+      assert.equal(res.isError, false, JSON.stringify(res));
+    };
+    const py = await call(conn.client, 'run_code', { code: "import sys\n'late_a' in sys.modules" });
+    const sid = py.structuredContent.session_id;
+    for (const name of ['late_a', 'late_b']) {
+      const wheel = buildWheel({ name, version: '1.0', source: `NAME = '${name}'\n` });
+      await upload(wheel.file, wheel.body, sid);
+    }
+    // From the shell, between cells (the interpreter is already running) ...
+    const shell = await call(conn.client, 'run_shell', {
+      command: 'id -u && pip install -q --no-index late_a-1.0-py3-none-any.whl', session_id: sid,
+    });
+    assert.equal(shell.structuredContent.exit_code, 0, shell.structuredContent.stderr);
+    // ... and from the cell that imports it.
+    const imported = await call(conn.client, 'run_code', {
+      session_id: sid,
+      code: [
+        'import late_a, site, subprocess, sys',
+        "subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-index',",
+        "                'late_b-1.0-py3-none-any.whl'], check=True)",
+        'import late_b',
+        '(late_a.NAME, late_b.NAME, late_b.__file__.startswith(site.getusersitepackages()))',
+      ].join('\n'),
+    });
+    assert.equal(imported.structuredContent.status, 'success', imported.structuredContent.stderr);
+    assert.equal(imported.structuredContent.result, "('late_a', 'late_b', True)");
+    assert.match(shell.structuredContent.stdout, /^65534\n/);
+
+    const tarball = buildNpmPackage({ name: 'late-js', version: '1.0.0',
+      files: { 'index.js': "module.exports = 'late';\n" } });
+    await upload('late-js-1.0.0.tgz', tarball.body, sid);
+    const js = (code) => call(conn.client, 'run_code', { language: 'javascript', code, session_id: sid });
+    const missing = await js("try { require('late-js') } catch (e) { e.code }");
+    assert.equal(missing.structuredContent.result, "'MODULE_NOT_FOUND'");
+    const npm = await call(conn.client, 'run_shell', {
+      command: 'npm install --silent ./late-js-1.0.0.tgz && cd / && node -p \'require("late-js")\'',
+      session_id: sid,
+    });
+    assert.equal(npm.structuredContent.exit_code, 0, npm.structuredContent.stderr);
+    assert.equal(npm.structuredContent.stdout, 'late\n');
+    const found = await js("require('late-js')");
+    assert.equal(found.structuredContent.result, "'late'");
+    await call(conn.client, 'cleanup_session', { session_id: sid });
   });
 });
 

@@ -132,7 +132,9 @@ function recordHash(data) {
 }
 
 // A py3-none-any wheel: <module>/__init__.py (`source`) plus the dist-info PEP 427 requires.
-function buildWheel({ name, version, source = '', module, requires = [], summary = '' }) {
+// { file (its name), body (a Buffer), sha256 (hex), project (normalized name), displayName }.
+// Tests that install a local file (`pip install ./x.whl`, no index) use it directly too.
+export function buildWheel({ name, version, source = '', module, requires = [], summary = '' }) {
   const dist = wheelDistName(name);
   const importName = module ?? normalizePythonName(name).replace(/-/g, '_');
   const info = `${dist}-${version}.dist-info`;
@@ -221,7 +223,8 @@ function tgz(files) {
   return zlib.gzipSync(Buffer.concat(blocks));
 }
 
-function buildNpmPackage({ name, version, files = {}, dependencies = {} }) {
+// An npm package tarball: { manifest, tarballPath, body (a Buffer), shasum, integrity }.
+export function buildNpmPackage({ name, version, files = {}, dependencies = {} }) {
   const manifest = { name, version, main: 'index.js', dependencies };
   const contents = { 'package.json': JSON.stringify(manifest, null, 2) + '\n',
     'index.js': 'module.exports = {};\n', ...files };
