@@ -34,7 +34,8 @@ struct ClientHelloScan {
 
 // Whether a tunnel to `connect_host` (canonical, as policy::parseConnectTarget writes it; an IP
 // literal when `connect_host_is_address`) may carry this ClientHello: a name must be the CONNECT
-// host itself (case-insensitive), an address must come without a name. Returns the reason it may
+// host itself (case-insensitive); an address must come without a name, or with that address
+// itself as the name (Node.js sends one). Returns the reason it may
 // not, or an empty string.
 [[nodiscard]] std::string serverNameMismatch(const ClientHelloScan& scan,
                                              std::string_view connect_host,

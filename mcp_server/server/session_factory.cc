@@ -24,7 +24,9 @@ std::string shuttingDown(const std::string& what = {}) {
 
 // The sandbox sees its relay's socket directory, read-only, and where the sockets are. With
 // egress, its agent forwards 127.0.0.1:<proxy_port> to the proxy's socket, and the usual proxy
-// variables point there (pip, npm, git, curl and urllib read them as they are).
+// variables point there (pip, npm, git, curl and urllib read them as they are). The session's own
+// environment wins (e.g. NO_PROXY for a host it means to reach through the proxy): the proxy
+// enforces the rules, not the variables.
 void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway,
                       const config::EgressConfig& egress) {
   spec.volumes.push_back({gateway.socketDir(), kMcpSocketMount, /*read_only=*/true});
@@ -36,10 +38,10 @@ void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway,
   spec.egress_proxy = port + "=" + kMcpSocketMount + "/" + gateway.egressSocketName();
   const std::string proxy = "http://127.0.0.1:" + port;
   for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) {
-    spec.environment[name] = proxy;
+    spec.environment.emplace(name, proxy);
   }
   for (const char* name : {"NO_PROXY", "no_proxy"}) {
-    spec.environment[name] = "localhost,127.0.0.1,::1";
+    spec.environment.emplace(name, "localhost,127.0.0.1,::1");
   }
 }
 

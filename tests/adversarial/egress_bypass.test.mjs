@@ -130,12 +130,12 @@ describe('egress proxy bypass attempts', () => {
       },
     }));
     server = await startHttpServer(['--config', config], {}, `127.0.0.1:${serverPort}`);
-    client = await connectHttp(server.url);
+    ({ client } = await connectHttp(server.url));
   });
   after(async () => {
+    if (hostsBackup !== undefined) fs.writeFileSync('/etc/hosts', hostsBackup);
     await client?.close();
     if (server) await stopServer(server);
-    if (hostsBackup !== undefined) fs.writeFileSync('/etc/hosts', hostsBackup);
     await allowed?.close();
     await canary?.close();
     fs.rmSync(configDir, { recursive: true, force: true });

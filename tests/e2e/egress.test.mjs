@@ -56,7 +56,9 @@ describe('egress gateway', () => {
 
   test('pip and npm install from the allowed index through the proxy', async () => {
     const { client } = server;
-    const environment = index.clientEnv('/workspace/ca.pem');
+    // The index listens on the host's 127.0.0.1, which inside the sandbox is the sandbox's own
+    // loopback (NO_PROXY by default): this session sends it through the proxy.
+    const environment = { ...index.clientEnv('/workspace/ca.pem'), NO_PROXY: '', no_proxy: '' };
     const first = await call(client, 'run_code', {
       code: `open('/workspace/ca.pem', 'w').write(${JSON.stringify(index.caPem)})\n` +
         "import os; print(os.environ['HTTPS_PROXY'], os.environ['NO_PROXY'])",
@@ -65,7 +67,7 @@ describe('egress gateway', () => {
     });
     assert.ok(!first.isError, first.content[0].text);
     const sessionId = first.structuredContent.session_id;
-    assert.equal(first.structuredContent.stdout.trim(), 'http://127.0.0.1:3128 localhost,127.0.0.1,::1');
+    assert.equal(first.structuredContent.stdout.trim(), 'http://127.0.0.1:3128');
 
     const pip = await shell(client, {
       session_id: sessionId,
@@ -107,6 +109,7 @@ describe('egress gateway', () => {
     const { client } = server;
     const res = await call(client, 'run_code', {
       egress: true,
+      environment: { NO_PROXY: '', no_proxy: '' },
       code: `
 import urllib.request, urllib.error
 for url in ["https://localhost:${index.port}/", "https://127.0.0.1:${index.port + 1}/", "http://[::1]:${index.port}/"]:
@@ -135,6 +138,11 @@ for url in ["https://localhost:${index.port}/", "https://127.0.0.1:${index.port 
       code: "import os; print(sorted(k for k in os.environ if 'proxy' in k.lower()))",
     });
     assert.equal(plain.structuredContent.stdout.trim(), '[]');
+    const defaults = await call(client, 'run_code', {
+      code: "import os; print(os.environ['HTTP_PROXY'], os.environ['no_proxy'])", egress: true,
+    });
+    assert.equal(defaults.structuredContent.stdout.trim(),
+      'http://127.0.0.1:3128 localhost,127.0.0.1,::1');
     const widened = await call(client, 'run_code', {
       code: '1', egress: { allow: ['pypi.org'] },
     });

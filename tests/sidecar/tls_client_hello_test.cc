@@ -155,7 +155,11 @@ TEST(TlsClientHello, TheNameMustBeTheConnectHost) {
   EXPECT_NE(sidecar::serverNameMismatch(pypi, "evil.example", false).find("names pypi.org"),
             std::string::npos);
   EXPECT_NE(sidecar::serverNameMismatch(pypi, "151.101.0.223", true), "")
-      << "a tunnel to an address carries no name";
+      << "a tunnel to an address carries no other name";
+  // Node.js names the address itself (RFC 6066 says not to): the same destination, so it passes.
+  const auto node = sidecar::scanClientHello(browserHello("151.101.0.223"));
+  EXPECT_EQ(sidecar::serverNameMismatch(node, "151.101.0.223", true), "");
+  EXPECT_NE(sidecar::serverNameMismatch(node, "151.101.0.224", true), "");
   const auto nameless = sidecar::scanClientHello(clientHello({}, false));
   EXPECT_EQ(sidecar::serverNameMismatch(nameless, "151.101.0.223", true), "");
   EXPECT_NE(sidecar::serverNameMismatch(nameless, "pypi.org", false).find("names no server"),
