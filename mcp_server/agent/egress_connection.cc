@@ -197,6 +197,9 @@ void EgressConnection::onReady(Side side, std::uint32_t events, Clock::time_poin
 }
 
 bool EgressConnection::pump(Direction& direction, int from, int to) {
+  // A short read took all the source had: the next read would only say EAGAIN, a syscall that
+  // costs microseconds under gVisor. Level-triggered epoll reports anything that arrives later.
+  bool source_drained = false;
   for (int round = 0; round < kRoundsPerWakeup; ++round) {
     if (direction.hasPending()) {
       const ssize_t n = ::send(to, direction.buffer.get() + direction.begin,
@@ -209,7 +212,7 @@ bool EgressConnection::pump(Direction& direction, int from, int to) {
       if (direction.hasPending()) return true;  // `to` is full: wait until it is writable
       direction.begin = direction.end = 0;
     }
-    if (direction.ended) return true;
+    if (direction.ended || source_drained) return true;
     if (direction.eof) {
       ::shutdown(to, SHUT_WR);  // pass the half-close on; ENOTCONN (peer gone) changes nothing
       direction.ended = true;
@@ -222,6 +225,7 @@ bool EgressConnection::pump(Direction& direction, int from, int to) {
     const ssize_t n = ::recv(from, direction.buffer.get(), upstream_.buffer_bytes, 0);
     if (n > 0) {
       direction.end = static_cast<std::size_t>(n);
+      source_drained = direction.end < upstream_.buffer_bytes;
     } else if (n == 0) {
       direction.eof = true;
     } else if (errno != EINTR) {
