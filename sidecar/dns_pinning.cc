@@ -62,6 +62,27 @@ std::optional<std::vector<policy::IpAddress>> addressesOf(const policy::Url& url
   return std::vector<policy::IpAddress>{*literal};
 }
 
+// The first address `decide` allows, in the resolver's order; otherwise the first refusal (the
+// address a client would have used).
+template <typename Decide>
+PinnedAddress pinFirst(const std::string& rule_id, const policy::Url& url,
+                       const std::vector<policy::IpAddress>& addresses, Decide decide) {
+  PinnedAddress result;
+  result.decision.verdict = policy::Verdict::kDeny;
+  result.decision.rule_id = rule_id;
+  result.decision.reason = "host '" + url.host + "' resolved to no address";
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    policy::Decision decision = decide(addresses[i]);
+    decision.rule_id = rule_id;
+    if (decision.allowed() || i == 0) {
+      result.decision = std::move(decision);
+      result.address = addresses[i].toString();
+    }
+    if (result.decision.allowed()) return result;
+  }
+  return result;
+}
+
 }  // namespace
 
 std::string curlResolveEntry(const policy::Url& url, const policy::IpAddress& address) {
@@ -72,26 +93,12 @@ std::string curlResolveEntry(const policy::Url& url, const policy::IpAddress& ad
 PinnedAddress pinFirstAllowed(const policy::Rule& rule, const policy::Url& url,
                               const std::vector<policy::IpAddress>& addresses,
                               const std::vector<policy::Endpoint>& denied) {
-  PinnedAddress result;
-  result.decision.verdict = policy::Verdict::kDeny;
-  result.decision.rule_id = rule.id;
-  result.decision.reason = "host '" + url.host + "' resolved to no address";
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
-    auto decision = policy::decideForbiddenAddress(url, addresses[i], denied);
-    if (decision.allowed()) decision = policy::decideAddress(rule, url, addresses[i]);
-    decision.rule_id = rule.id;
-    if (decision.allowed()) {
-      result.decision = std::move(decision);
-      result.address = addresses[i].toString();
-      if (url.host_kind == policy::HostKind::kDomain) {
-        result.curl_resolve = curlResolveEntry(url, addresses[i]);
-      }
-      return result;
-    }
-    if (i == 0) {  // report the first refusal: it is the address curl would have used
-      result.decision = std::move(decision);
-      result.address = addresses[i].toString();
-    }
+  auto result = pinFirst(rule.id, url, addresses, [&](const policy::IpAddress& address) {
+    auto decision = policy::decideForbiddenAddress(url, address, denied);
+    return decision.allowed() ? policy::decideAddress(rule, url, address) : decision;
+  });
+  if (result.decision.allowed() && url.host_kind == policy::HostKind::kDomain) {
+    result.curl_resolve = curlResolveEntry(url, *policy::parseIpAddress(result.address));
   }
   return result;
 }
@@ -107,24 +114,9 @@ PinnedAddress resolveAndPin(const policy::Rule& rule, const policy::Url& url,
 PinnedAddress pinFirstAllowedEgress(const policy::EgressRule& rule, const policy::Url& target,
                                     const std::vector<policy::IpAddress>& addresses,
                                     const std::vector<policy::Endpoint>& denied) {
-  PinnedAddress result;
-  result.decision.verdict = policy::Verdict::kDeny;
-  result.decision.rule_id = rule.id;
-  result.decision.reason = "host '" + target.host + "' resolved to no address";
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
-    auto decision = policy::decideEgressAddress(rule, target, addresses[i], denied);
-    decision.rule_id = rule.id;
-    if (decision.allowed()) {
-      result.decision = std::move(decision);
-      result.address = addresses[i].toString();
-      return result;
-    }
-    if (i == 0) {  // report the first refusal: the address a client would have used
-      result.decision = std::move(decision);
-      result.address = addresses[i].toString();
-    }
-  }
-  return result;
+  return pinFirst(rule.id, target, addresses, [&](const policy::IpAddress& address) {
+    return policy::decideEgressAddress(rule, target, address, denied);
+  });
 }
 
 PinnedAddress resolveAndPinEgress(const policy::EgressRule& rule, const policy::Url& target,

@@ -5,6 +5,10 @@
 namespace server {
 namespace {
 
+// What one call may name (the tool schema says the same).
+constexpr std::size_t kMaxProfiles = 16;
+constexpr std::size_t kMaxAllowEntries = 64;
+
 std::string profileNames(const config::EgressConfig& config) {
   std::string names;
   for (const auto& [name, entries] : config.profiles) names += (names.empty() ? "" : ", ") + name;
@@ -71,8 +75,15 @@ std::shared_ptr<const policy::EgressPolicy> sessionEgress(const nlohmann::json& 
       }
       if (const auto it = requested.find("profiles"); it != requested.end()) {
         profiles = it->get<std::vector<std::string>>();
+        if (profiles.size() > kMaxProfiles) {
+          throw policy::PolicyError("egress.profiles: at most " + std::to_string(kMaxProfiles));
+        }
       }
       if (const auto it = requested.find("allow"); it != requested.end()) {
+        if (it->is_array() && it->size() > kMaxAllowEntries) {
+          throw policy::PolicyError("egress.allow: at most " + std::to_string(kMaxAllowEntries) +
+                                    " entries");
+        }
         narrowing = policy::loadEgressRules(*it, "egress.allow (the call's)");
         if (narrowing.rules.empty()) {
           throw policy::PolicyError("egress.allow: an empty list allows nothing; use false");

@@ -64,11 +64,15 @@ json sessionOptionProperties() {
          "only when the server's operator allows them, and then only as the operator's list "
          "narrows; cloud metadata and this server itself are never reachable."}}},
       {"egress",
-       {{"type", {"boolean", "object"}},
-        {"properties",
-         {{"profiles", {{"type", "array"}, {"maxItems", 16}, {"items", {{"type", "string"}}}}},
-          {"allow", {{"type", "array"}, {"maxItems", 64}}}}},
-        {"additionalProperties", false},
+       // anyOf rather than a type array (some clients warn on those); sessionEgress checks the
+       // value whole, this schema is for the model to read.
+       {{"anyOf",
+         {{{"type", "boolean"}},
+          {{"type", "object"},
+           {"properties",
+            {{"profiles", {{"type", "array"}, {"maxItems", 16}, {"items", {{"type", "string"}}}}},
+             {"allow", {{"type", "array"}, {"maxItems", 64}}}}},
+           {"additionalProperties", false}}}},
         {"description",
          "HTTP(S) from a new session to hosts the operator allows (off unless the operator "
          "enabled egress): true gives the operator's egress.allow list; {\"profiles\": "
