@@ -1,0 +1,57 @@
+// The secret headers the egress proxy adds to requests for some hosts (tls_intercept.h): the
+// server resolves the operator's `egress.secrets` (values from its environment or files) and
+// writes them into the session directory as JSON, mode 0600:
+//   [{"host": "api.example.com", "port": 443, "headers": {"Authorization": "Bearer ..."}}]
+// `port` defaults to 443. Validated at load time: hosts canonical as policy::parseUrl writes them
+// (lowercase, IPv6 without brackets), one entry per host and port, header names HTTP tokens and
+// not ones that frame or route the request (hop-by-hop, Host, Content-Length, Expect), no name
+// twice (case-insensitive), values without CR, LF or NUL.
+// Secret values never leave this struct except into a request: errors name the entry and header
+// but never quote a value (not even JSON syntax errors, whose text would), and toString() lists
+// names only.
+// Thread-safety: immutable after loading; share as std::shared_ptr<const SecretHeaders>.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sidecar {
+
+struct SecretHeader {
+  std::string name;   // as the operator spelled it
+  std::string value;  // never logged
+};
+
+struct SecretHost {
+  std::string host;  // canonical
+  std::uint16_t port = 443;
+  std::vector<SecretHeader> headers;  // never empty
+};
+
+class SecretsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct SecretHeaders {
+  std::vector<SecretHost> hosts;
+
+  // Throws SecretsError naming the entry and what to fix (e.g. `secrets[1].headers["X-Key"]:
+  // the value holds a line break`).
+  [[nodiscard]] static SecretHeaders fromJson(const nlohmann::json& entries);
+  // Reads the file the server wrote; refuses one that group or others may read or write.
+  [[nodiscard]] static SecretHeaders load(const std::string& path);
+
+  // The entry for a CONNECT target (canonical host), or nullptr. Lives as long as this.
+  [[nodiscard]] const SecretHost* find(std::string_view host, std::uint16_t port) const noexcept;
+  // "api.example.com:443 [Authorization, X-Api-Key]; ..." — names, never values.
+  [[nodiscard]] std::string toString() const;
+  // The hosts, for SessionCa::generateCa's name constraints.
+  [[nodiscard]] std::vector<std::string> hostNames() const;
+};
+
+}  // namespace sidecar
