@@ -271,6 +271,14 @@ struct EgressConfig {
   std::int64_t max_mib = 8192;           // per session, both ways, all connections together
   std::int64_t idle_timeout_s = 120;     // a connection where nothing moves is cut
   std::int64_t max_connection_s = 3600;  // a connection's whole life
+  // Headers the proxy adds for named hosts, with values from the server's environment or files:
+  // [{"host": "api.example.com", "port": 443, "headers": {"Authorization": {"env": "API_TOKEN",
+  // "prefix": "Bearer "}}}] ({"file": "/run/secrets/x"} instead of "env"). For those hosts the
+  // sidecar ends TLS with a per-session CA the sandbox trusts and verifies the upstream itself;
+  // sandbox code never sees the values.
+  nlohmann::json secrets = nlohmann::json::array();
+  // Extra CA certificates (PEM) the proxy trusts for those upstreams, besides the system's.
+  std::string upstream_ca_file;
 
   [[nodiscard]] static std::map<std::string, nlohmann::json> defaultEgressProfiles();
 };

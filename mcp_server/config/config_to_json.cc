@@ -126,7 +126,9 @@ json toJson(const ServerConfig& c) {
                         {"max_connections", c.egress.max_connections},
                         {"max_mib", c.egress.max_mib},
                         {"idle_timeout_s", c.egress.idle_timeout_s},
-                        {"max_connection_s", c.egress.max_connection_s}};
+                        {"max_connection_s", c.egress.max_connection_s},
+                        {"secrets", c.egress.secrets},
+                        {"upstream_ca_file", c.egress.upstream_ca_file}};
   document["shutdown"] = {{"grace_s", c.shutdown.grace_s}};
   document["instance_id"] = c.instance_id;
   return document;

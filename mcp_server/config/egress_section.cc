@@ -57,6 +57,65 @@ void readProfiles(ObjectReader& parent, EgressConfig& out) {
   }
 }
 
+bool isToken(const std::string& name) {
+  return !name.empty() && name.size() <= 128 &&
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+             "!#$%&'*+-.^_`|~") == std::string::npos;
+}
+
+// One header's source: {"env": NAME} or {"file": "/abs/path"}, and an optional "prefix".
+void checkSecretSource(const json& source, const std::string& where) {
+  if (!source.is_object()) ObjectReader::fail(where, "must be {\"env\": NAME} or {\"file\": PATH}");
+  ObjectReader r(source, where);
+  std::string env;
+  std::string file;
+  std::string prefix;
+  r.read("env", env);
+  r.read("file", file);
+  r.read("prefix", prefix);
+  r.rejectUnknown();
+  if (env.empty() == file.empty()) ObjectReader::fail(where, "needs exactly one of env and file");
+  if (!file.empty() && file.front() != '/') ObjectReader::fail(where + ".file", "must be absolute");
+  if (prefix.find_first_of("\r\n") != std::string::npos || prefix.find('\0') != std::string::npos) {
+    ObjectReader::fail(where + ".prefix", "must not hold CR, LF or NUL");
+  }
+}
+
+void readSecrets(ObjectReader& parent, EgressConfig& out) {
+  const json* node = parent.child("secrets");
+  if (!node) return;
+  if (!node->is_array()) ObjectReader::fail("egress.secrets", "must be a list");
+  for (std::size_t i = 0; i < node->size(); ++i) {
+    const std::string where = "egress.secrets[" + std::to_string(i) + "]";
+    const json& entry = (*node)[i];
+    if (!entry.is_object()) ObjectReader::fail(where, "must be {\"host\", \"port\", \"headers\"}");
+    ObjectReader r(entry, where);
+    std::string host;
+    std::int64_t port = 443;
+    r.read("host", host);
+    r.read("port", port);
+    const json* headers = r.child("headers");
+    r.rejectUnknown();
+    const auto url = policy::parseUrl("https://" + host + "/");
+    if (host.empty() || !url.url || url.url->host != host) {
+      ObjectReader::fail(where + ".host",
+                         "must be a host name or address as written canonically "
+                         "(lowercase, no port, no wildcard)");
+    }
+    if (port < 1 || port > 65535) ObjectReader::fail(where + ".port", "must be 1..65535");
+    if (headers == nullptr || !headers->is_object() || headers->empty()) {
+      ObjectReader::fail(where + ".headers", "must name at least one header");
+    }
+    for (const auto& [name, source] : headers->items()) {
+      if (!isToken(name))
+        ObjectReader::fail(where + ".headers", "'" + name + "' is not a header name");
+      checkSecretSource(source, where + ".headers." + name);
+    }
+  }
+  out.secrets = *node;
+}
+
 }  // namespace
 
 void readEgress(ObjectReader& parent, EgressConfig& out) {
@@ -69,6 +128,8 @@ void readEgress(ObjectReader& parent, EgressConfig& out) {
     out.allow = *allow;
   }
   readProfiles(r, out);
+  readSecrets(r, out);
+  r.read("upstream_ca_file", out.upstream_ca_file);
   r.read("proxy_port", out.proxy_port);
   r.read("max_connections", out.max_connections);
   r.read("max_mib", out.max_mib);
@@ -78,6 +139,9 @@ void readEgress(ObjectReader& parent, EgressConfig& out) {
   if (out.proxy_port < 1024 || out.proxy_port > 65535) {
     ObjectReader::fail("egress.proxy_port",
                        "must be 1024..65535 (code in the sandbox runs without privileges)");
+  }
+  if (!out.upstream_ca_file.empty() && out.upstream_ca_file.front() != '/') {
+    ObjectReader::fail("egress.upstream_ca_file", "must be an absolute path");
   }
   requireAtLeast(out.max_connections, 1, "egress.max_connections");
   requireAtLeast(out.max_mib, 1, "egress.max_mib");

@@ -1,6 +1,9 @@
 #include "server/mcp_gateway.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -31,6 +34,31 @@ void writeRulesFile(const std::string& path, const nlohmann::json& rules) {
     throw sandbox::SandboxError("cannot write " + path + ": " + std::strerror(errno) +
                                 "; the session's sidecar needs space there: free some under "
                                 "mcp.runtime_dir, or point it elsewhere");
+  }
+}
+
+// Secret values: readable by the relay's user only (the session directory's owner), written
+// without passing through a world-readable moment.
+void writePrivateFile(const std::string& path, const std::string& content,
+                      const std::string& owner_of) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) throw sandbox::SandboxError("cannot create " + path + ": " + std::strerror(errno));
+  struct stat owner {};
+  bool ok = ::stat(owner_of.c_str(), &owner) == 0 &&
+            (::geteuid() != 0 || ::fchown(fd, owner.st_uid, owner.st_gid) == 0);
+  std::size_t written = 0;
+  while (ok && written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n <= 0)
+      ok = false;
+    else
+      written += static_cast<std::size_t>(n);
+  }
+  ok = ::close(fd) == 0 && ok;
+  if (!ok) {
+    ::unlink(path.c_str());
+    throw sandbox::SandboxError("cannot write " + path +
+                                " for the session's sidecar: " + std::strerror(errno));
   }
 }
 
@@ -73,7 +101,8 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        std::vector<std::string> limit_flags, RetainedAuditLog retained_audit_log,
                        const std::vector<policy::Endpoint>& server_endpoints,
                        const SessionMetrics* metrics,
-                       std::shared_ptr<const policy::EgressPolicy> egress)
+                       std::shared_ptr<const policy::EgressPolicy> egress,
+                       const nlohmann::json& egress_secrets, const std::string& egress_upstream_ca)
     : launcher_(launcher),
       directory_(std::move(directory)),
       policy_(policy ? std::move(policy) : std::make_shared<const policy::Policy>()),
@@ -99,7 +128,32 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
   if (egress_) {
     spec_.egress_rules_file = spec_.directory + "/egress.json";
     writeRulesFile(spec_.egress_rules_file, policy::toJson(*egress_));
+    writeSecrets(egress_secrets, egress_upstream_ca);
   }
+}
+
+void McpGateway::writeSecrets(const nlohmann::json& secrets, const std::string& upstream_ca) {
+  if (secrets.empty()) return;
+  spec_.egress_secrets_file = spec_.directory + "/secrets.json";
+  writePrivateFile(spec_.egress_secrets_file, secrets.dump(), spec_.directory);
+  for (const auto& entry : secrets) {
+    secret_hosts_.push_back(entry.at("host").get<std::string>() + ":" +
+                            std::to_string(entry.at("port").get<int>()));
+  }
+  if (upstream_ca.empty()) return;
+  spec_.egress_upstream_ca_file = spec_.directory + "/upstream-ca.pem";
+  std::error_code ec;
+  std::filesystem::copy_file(upstream_ca, spec_.egress_upstream_ca_file,
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) {
+    throw sandbox::SandboxError("cannot copy egress.upstream_ca_file " + upstream_ca + ": " +
+                                ec.message());
+  }
+  std::filesystem::permissions(
+      spec_.egress_upstream_ca_file,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      ec);
 }
 
 void McpGateway::start() {
@@ -235,6 +289,7 @@ nlohmann::json McpGateway::stats() {
   if (egress_) {
     const auto& egress = tally_.egress();
     out["egress"] = {{"allow", egressRulesText(*egress_)},
+                     {"secret_hosts", secret_hosts_},
                      {"allowed", egress.allowed},
                      {"denied", egress.denied},
                      {"errors", egress.errors},

@@ -50,7 +50,9 @@ class McpGateway {
              RetainedAuditLog retained_audit_log = {},
              const std::vector<policy::Endpoint>& server_endpoints = {},
              const SessionMetrics* metrics = nullptr,
-             std::shared_ptr<const policy::EgressPolicy> egress = nullptr);
+             std::shared_ptr<const policy::EgressPolicy> egress = nullptr,
+             const nlohmann::json& egress_secrets = nlohmann::json::array(),
+             const std::string& egress_upstream_ca = {});
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;
@@ -64,6 +66,9 @@ class McpGateway {
   // Whether the relay serves MCP servers (an mcp_allowlist) and an egress proxy.
   [[nodiscard]] bool servesMcp() const noexcept { return !policy_->rules.empty(); }
   [[nodiscard]] bool servesEgress() const noexcept { return egress_ != nullptr; }
+  // Whether the proxy sets secret headers for some hosts (it then ends TLS for them with a
+  // session CA the sandbox must trust: ca-bundle.pem and egress-ca.pem in the socket directory).
+  [[nodiscard]] bool setsSecretHeaders() const noexcept { return !secret_hosts_.empty(); }
   // The egress proxy's socket, as the sandbox sees it under kMcpSocketMount's directory.
   [[nodiscard]] const std::string& egressSocketName() const noexcept {
     return spec_.egress_socket_name;
@@ -75,7 +80,7 @@ class McpGateway {
 
   // {"allowlist", "sidecar": {"mode", "running", "restarts", "allowed", "denied", "errors",
   // "audit_dropped" (lines the size-capped audit log dropped)}, and with egress "egress":
-  // {"allow", "allowed", "denied", "errors", "bytes_up", "bytes_down"}}
+  // {"allow", "secret_hosts", "allowed", "denied", "errors", "bytes_up", "bytes_down"}}
   [[nodiscard]] nlohmann::json stats();
 
   // Reads what the relay appended to its audit log since the last read, so the decisions are
@@ -86,6 +91,7 @@ class McpGateway {
 
  private:
   void refreshTally();  // mutex_ held
+  void writeSecrets(const nlohmann::json& secrets, const std::string& upstream_ca);
   [[nodiscard]] std::uint64_t auditDropped() const;
   void retainAuditLog() noexcept;
 
@@ -93,6 +99,7 @@ class McpGateway {
   std::unique_ptr<sandbox::ScopedDirectory> directory_;
   std::shared_ptr<const policy::Policy> policy_;
   std::shared_ptr<const policy::EgressPolicy> egress_;
+  std::vector<std::string> secret_hosts_;  // "host:port" with secret headers (names, no values)
   sandbox::SidecarSpec spec_;
   RetainedAuditLog retained_audit_log_;
   std::mutex mutex_;

@@ -1,5 +1,9 @@
 #include "server/session_egress.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include "sandbox/backend.h"
 
 namespace server {
@@ -27,7 +31,55 @@ std::string offer(const config::EgressConfig& config) {
   return text + "; profiles: " + profileNames(config);
 }
 
+// A secret's value: its environment variable or file (one trailing newline dropped, as files
+// written by `echo` or secret stores end with one), after its prefix.
+std::string secretValue(const nlohmann::json& source, const std::string& where) {
+  std::string value;
+  if (const auto env = source.value("env", std::string()); !env.empty()) {
+    const char* text = std::getenv(env.c_str());
+    if (text == nullptr) {
+      throw sandbox::SandboxError(where + ": the server's environment has no " + env +
+                                  "; the operator sets it, or removes the entry");
+    }
+    value = text;
+  } else {
+    const auto file = source.value("file", std::string());
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream content;
+    if (!in || !(content << in.rdbuf())) {
+      throw sandbox::SandboxError(where + ": cannot read " + file +
+                                  " on the server; the operator fixes or removes the entry");
+    }
+    value = content.str();
+    if (!value.empty() && value.back() == '\n') value.pop_back();
+    if (!value.empty() && value.back() == '\r') value.pop_back();
+  }
+  if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos) {
+    throw sandbox::SandboxError(where + ": the value holds CR, LF or NUL, which no header may");
+  }
+  return source.value("prefix", std::string()) + value;
+}
+
 }  // namespace
+
+nlohmann::json resolveSecrets(const config::EgressConfig& config,
+                              const policy::EgressPolicy& session_rules) {
+  auto out = nlohmann::json::array();
+  for (std::size_t i = 0; i < config.secrets.size(); ++i) {
+    const auto& entry = config.secrets[i];
+    const auto host = entry.value("host", std::string());
+    const auto port = entry.value("port", 443);
+    const auto url = policy::parseUrl("https://" + host + ":" + std::to_string(port) + "/");
+    if (!url.url || policy::findEgressRule(session_rules, *url.url) == nullptr) continue;
+    nlohmann::json headers = nlohmann::json::object();
+    for (const auto& [name, source] : entry.at("headers").items()) {
+      headers[name] =
+          secretValue(source, "egress.secrets[" + std::to_string(i) + "].headers." + name);
+    }
+    out.push_back({{"host", url.url->host}, {"port", port}, {"headers", std::move(headers)}});
+  }
+  return out;
+}
 
 std::string egressRulesText(const policy::EgressPolicy& rules) {
   std::string text;

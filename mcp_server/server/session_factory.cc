@@ -8,6 +8,7 @@
 #include <future>
 #include <optional>
 
+#include "server/session_egress.h"
 #include "server/sessions_log.h"
 
 namespace server {
@@ -43,6 +44,15 @@ void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway,
   for (const char* name : {"NO_PROXY", "no_proxy"}) {
     spec.environment.emplace(name, "localhost,127.0.0.1,::1");
   }
+  if (!gateway.setsSecretHeaders()) return;
+  // The proxy ends TLS for the hosts with secret headers with the session's CA (which the relay
+  // writes next to its socket): clients trust it beside the system's CAs.
+  const std::string bundle = std::string(kMcpSocketMount) + "/ca-bundle.pem";
+  for (const char* name :
+       {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"}) {
+    spec.environment.emplace(name, bundle);
+  }
+  spec.environment.emplace("NODE_EXTRA_CA_CERTS", std::string(kMcpSocketMount) + "/egress-ca.pem");
 }
 
 }  // namespace
@@ -255,7 +265,9 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
                        static_cast<std::uint64_t>(config_.mcp.audit_log_max_bytes)),
       services_.server_endpoints ? services_.server_endpoints->get()
                                  : std::vector<policy::Endpoint>{},
-      &metrics(), egress ? options.egress_policy : nullptr);
+      &metrics(), egress ? options.egress_policy : nullptr,
+      egress ? resolveSecrets(config_.egress, *options.egress_policy) : nlohmann::json::array(),
+      config_.egress.upstream_ca_file);
 }
 
 sandbox::Limits SessionFactory::baseLimits() const {

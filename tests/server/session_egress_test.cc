@@ -184,3 +184,98 @@ TEST(EgressGatewayFiles, TheRelayGetsTheRulesFileAndTheProxySocketBesideTheMcpOn
 }
 
 }  // namespace
+
+namespace {
+
+config::EgressConfig withSecrets(const json& secrets) {
+  return config::fromJson({{"egress",
+                            {{"enabled", true},
+                             {"allow", {"api.example.com", "pypi.org"}},
+                             {"secrets", secrets}}}})
+      .egress;
+}
+
+TEST(EgressSecrets, ValuesComeFromTheEnvironmentOrAFileAndOnlyForHostsTheSessionReaches) {
+  ::setenv("EGRESS_TEST_TOKEN", "s3cret-env", 1);
+  const auto file =
+      std::filesystem::temp_directory_path() / ("egress-secret-" + std::to_string(::getpid()));
+  std::ofstream(file) << "s3cret-file\n";
+  const auto config = withSecrets(json::array(
+      {{{"host", "api.example.com"},
+        {"headers",
+         {{"Authorization", {{"env", "EGRESS_TEST_TOKEN"}, {"prefix", "Bearer "}}},
+          {"X-Api-Key", {{"file", file.string()}}}}}},
+       {{"host", "other.example.com"}, {"headers", {{"X-Key", {{"env", "EGRESS_TEST_TOKEN"}}}}}}}));
+  const auto everything = server::sessionEgress(true, config);
+  const auto secrets = server::resolveSecrets(config, *everything);
+  ASSERT_EQ(secrets.size(), 1u) << secrets.dump();  // other.example.com is not in the rules
+  EXPECT_EQ(secrets[0]["host"], "api.example.com");
+  EXPECT_EQ(secrets[0]["port"], 443);
+  EXPECT_EQ(secrets[0]["headers"]["Authorization"], "Bearer s3cret-env");
+  EXPECT_EQ(secrets[0]["headers"]["X-Api-Key"], "s3cret-file");  // the trailing newline dropped
+  // A session narrowed to pypi.org gets none.
+  const auto narrowed = server::sessionEgress({{"allow", {"pypi.org"}}}, config);
+  EXPECT_TRUE(server::resolveSecrets(config, *narrowed).empty());
+  std::filesystem::remove(file);
+}
+
+TEST(EgressSecrets, AMissingSourceNamesTheVariableOrFileNeverAValue) {
+  ::unsetenv("EGRESS_TEST_ABSENT");
+  const auto config = withSecrets(
+      json::array({{{"host", "api.example.com"},
+                    {"headers", {{"Authorization", {{"env", "EGRESS_TEST_ABSENT"}}}}}}}));
+  try {
+    (void)server::resolveSecrets(config, *server::sessionEgress(true, config));
+    FAIL() << "a missing variable was accepted";
+  } catch (const sandbox::SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("EGRESS_TEST_ABSENT"), std::string::npos) << e.what();
+  }
+  const auto fails = [](const json& secrets, const std::string& needle) {
+    try {
+      (void)withSecrets(secrets);
+    } catch (const config::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << secrets.dump() << " was accepted";
+  };
+  fails(json::array({{{"host", "*.example.com"}, {"headers", {{"A", {{"env", "X"}}}}}}}), "host");
+  fails(json::array({{{"host", "API.example.com"}, {"headers", {{"A", {{"env", "X"}}}}}}}), "host");
+  fails(json::array({{{"host", "a.example"}, {"headers", {{"Bad Name", {{"env", "X"}}}}}}}),
+        "header name");
+  fails(json::array({{{"host", "a.example"}, {"headers", {{"A", {{"value", "literal"}}}}}}}),
+        "value");
+  fails(json::array({{{"host", "a.example"}, {"headers", {{"A", {{"file", "relative"}}}}}}}),
+        "absolute");
+  fails(json::array({{{"host", "a.example"}, {"headers", json::object()}}}), "at least one");
+}
+
+TEST(EgressSecrets, TheGatewayWritesThemForTheRelayOnlyAndNamesNoValue) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("egress-secrets-gw-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  RecordingLauncher launcher;
+  const json secrets = json::array(
+      {{{"host", "api.example.com"}, {"port", 443}, {"headers", {{"Authorization", "Bearer v"}}}}});
+  {
+    server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir.string()),
+                               "s1", nullptr, {}, {}, {}, nullptr,
+                               server::sessionEgress(true, enabled()), secrets);
+    EXPECT_TRUE(gateway.setsSecretHeaders());
+    gateway.start();
+    const auto& file = launcher.launched.egress_secrets_file;
+    ASSERT_FALSE(file.empty());
+    EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    std::ifstream in(file);
+    EXPECT_EQ(json::parse(in), secrets);
+    const auto args = sandbox::sidecarArguments(launcher.launched, "/session");
+    EXPECT_NE(std::find(args.begin(), args.end(), "/session/secrets.json"), args.end());
+    const auto stats = gateway.stats().dump();
+    EXPECT_NE(stats.find("api.example.com:443"), std::string::npos) << stats;
+    EXPECT_EQ(stats.find("Bearer v"), std::string::npos) << stats;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+}  // namespace
