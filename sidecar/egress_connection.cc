@@ -154,7 +154,11 @@ void EgressConnection::armDeadline(std::chrono::milliseconds after, std::string 
       [self = shared_from_this(), after, answered, what = std::move(what)](error_code ec) {
         if (ec || self->relaying_ || self->recorded_) return;
         const std::string reason = what + " within " + std::to_string(after.count()) + " ms";
-        if (!answered) return self->refuse(504, reason, "error");
+        if (!answered) {
+          error_code ignored;
+          self->sandbox_.cancel(ignored);  // a head read may be pending: one read at a time
+          return self->refuse(504, reason, "error");
+        }
         self->record("error", reason, 200);  // the tunnel was promised: no HTTP answer fits now
         self->closeSockets();
       });

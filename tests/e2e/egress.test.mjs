@@ -11,7 +11,9 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectStdio, containersOfSession } from './harness.mjs';
 import { call } from './flow.mjs';
-import { startPackageIndex } from './package_index.mjs';
+import https from 'node:https';
+import crypto from 'node:crypto';
+import { makeCertificates, startPackageIndex } from './package_index.mjs';
 
 const PYTHON_PACKAGES = [
   { name: 'egress-alpha', version: '1.0', source: 'VALUE = "alpha"\n', requires: ['egress-beta>=1'] },
@@ -170,5 +172,123 @@ for url in ["https://localhost:${index.port}/", "https://127.0.0.1:${index.port 
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.deepEqual(await containersOfSession(sessionId), []);
+  });
+});
+
+// An HTTPS upstream on 127.0.0.1 that records the Authorization header it receives and answers
+// only whether it got one (never the value: the sandbox must not learn it from the answer).
+async function startRecordingUpstream() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-upstream-'));
+  const tls = await makeCertificates(dir);
+  const seen = [];
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    seen.push(req.headers.authorization ?? null);
+    req.resume();
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ got_authorization: Boolean(req.headers.authorization), path: req.url }));
+  });
+  await new Promise((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  return {
+    port: server.address().port, caFile: tls.caFile, seen,
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => { fs.rmSync(dir, { recursive: true, force: true }); resolve(); });
+    }),
+  };
+}
+
+describe('egress secrets', () => {
+  let upstream;
+  let config;
+  let server;
+  let secretDir;
+  const token = `tok-${crypto.randomBytes(16).toString('hex')}`;
+  before(async () => {
+    upstream = await startRecordingUpstream();
+    secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-secret-'));
+    const tokenFile = path.join(secretDir, 'token');
+    fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+    config = writeConfig({
+      egress: {
+        enabled: true,
+        allow: [`127.0.0.1:${upstream.port}`],
+        secrets: [{ host: '127.0.0.1', port: upstream.port,
+          headers: { Authorization: { file: tokenFile, prefix: 'Bearer ' } } }],
+        upstream_ca_file: upstream.caFile,
+      },
+    });
+    server = await connectStdio(['--config', config.file]);
+  });
+  after(async () => {
+    await server?.client.close();
+    await upstream?.close();
+    config?.remove();
+    fs.rmSync(secretDir, { recursive: true, force: true });
+  });
+
+  test('the proxy sets the header; the sandbox holds the secret nowhere', async () => {
+    const res = await call(server.client, 'run_code', {
+      egress: true,
+      environment: { NO_PROXY: '', no_proxy: '' },
+      timeout: 120,
+      code: `
+import json, os, re, urllib.request
+answers = []
+for _ in range(2):
+    req = urllib.request.Request("https://127.0.0.1:${upstream.port}/api", headers={"Authorization": "Bearer fake"})
+    answers.append(json.load(urllib.request.urlopen(req, timeout=30)))
+needle = ${JSON.stringify(token)}.encode()
+hits, regions = [], 0
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    try:
+        if needle in open(f"/proc/{name}/environ", "rb").read() or needle in open(f"/proc/{name}/cmdline", "rb").read():
+            hits.append(f"{name} environ/cmdline")
+        maps = open(f"/proc/{name}/maps").read().splitlines()
+        with open(f"/proc/{name}/mem", "rb", 0) as mem:
+            for line in maps:
+                m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+                if not m:
+                    continue
+                start, end = int(m.group(1), 16), int(m.group(2), 16)
+                if end - start > 256 << 20:
+                    continue
+                try:
+                    mem.seek(start)
+                    chunk = mem.read(end - start)
+                except (OSError, ValueError, OverflowError):
+                    continue
+                regions += 1
+                if needle in chunk:
+                    hits.append(f"{name} memory {line}")
+    except (PermissionError, FileNotFoundError, ProcessLookupError):
+        continue
+for root in ["/tmp", "/workspace", "/run/mcp", "/etc"]:
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            try:
+                if needle in open(os.path.join(dirpath, f), "rb").read():
+                    hits.append(os.path.join(dirpath, f))
+            except OSError:
+                pass
+print(json.dumps({"answers": answers, "hits": hits, "regions": regions,
+                  "bundle": os.environ.get("SSL_CERT_FILE")}))
+`,
+    });
+    assert.ok(!res.isError, res.content[0].text);
+    const sc = res.structuredContent;
+    assert.equal(sc.status, 'success', sc.stderr);
+    const out = JSON.parse(sc.stdout.trim().split('\n').pop());
+    assert.deepEqual(out.answers.map((a) => a.got_authorization), [true, true]);
+    assert.deepEqual(upstream.seen, [`Bearer ${token}`, `Bearer ${token}`]);
+    assert.deepEqual(out.hits, [], 'the secret is visible inside the sandbox');
+    assert.ok(out.regions > 10, `too few memory regions were read (${out.regions})`);
+    assert.equal(out.bundle, '/run/mcp/ca-bundle.pem');
+    const stats = await call(server.client, 'get_session_stats', { session_id: sc.session_id });
+    const text = JSON.stringify(stats);
+    assert.ok(!text.includes(token), 'get_session_stats shows the secret');
+    assert.deepEqual(stats.structuredContent.mcp.egress.secret_hosts, [`127.0.0.1:${upstream.port}`]);
+    assert.ok(!server.stderr.join('').includes(token), 'the server log holds the secret');
   });
 });
