@@ -29,7 +29,7 @@ const HOST = '127.0.0.1';  // never any other address: test traffic stays on loo
 // --- TLS: a CA and a certificate for 127.0.0.1 and localhost --------------------------------
 // Extensions as strict verifiers want them (Python 3.13's VERIFY_X509_STRICT, Node, OpenSSL):
 // a critical CA basicConstraints and keyUsage, key identifiers, serverAuth, IP and DNS SANs.
-async function makeCertificates(dir, extraNames) {
+export async function makeCertificates(dir, extraNames = []) {
   const file = (name) => path.join(dir, name);
   const openssl = (...args) => run('openssl', args).catch((error) => {
     throw new Error(`openssl ${args[0]} failed (is the openssl command installed?): ${error.message}`);
