@@ -9,6 +9,8 @@
 #                the local engine (remote.{md,json})
 #   scale.mjs    1/8/32/64 sessions at once, memory per session, cancellation (scale.{md,json})
 #   sidecar.mjs  the MCP sidecar: host, relay and in-sandbox paths to server-everything
+#   egress.mjs   the egress gateway: requests, a 100 MiB download, pip and npm installs through a
+#                session's proxy against the host (egress.{md,json})
 #   preload.mjs  the warm pool's Python preload: first data-stack import (preload.{md,json})
 #   pause.mjs    idle sessions paused to disk: pause time, memory released, the next call's time
 #                with the resume, sessions.persist across a restart (pause.{md,json})
@@ -20,7 +22,7 @@
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
 #   bench/run.sh scale             only one of them (bench, channel, connect, remote, scale, sidecar,
-#                                  preload, pause, many_paused, figures or workloads)
+#                                  egress, preload, pause, many_paused, figures or workloads)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -129,11 +131,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs preload.mjs pause.mjs many_paused.mjs figures.mjs workloads.mjs) script
+  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs egress.mjs preload.mjs pause.mjs many_paused.mjs figures.mjs workloads.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | connect | remote | scale | sidecar | preload | pause | many_paused | figures | workloads) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, preload, pause, many_paused, figures or workloads (or nothing for all)" ;;
+    bench | channel | connect | remote | scale | sidecar | egress | preload | pause | many_paused | figures | workloads) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, egress, preload, pause, many_paused, figures or workloads (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     if [[ "${script}" == remote.mjs ]]; then
