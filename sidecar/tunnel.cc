@@ -13,6 +13,12 @@ namespace {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
+// A peer that closes without the TLS close_notify exchange (clients commonly do, once they
+// have their answer) shows up as a reset or a broken pipe: an end, not a failure.
+bool peerLeft(const error_code& ec) {
+  return ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+}
+
 class Tunnel : public std::enable_shared_from_this<Tunnel> {
  public:
   Tunnel(TunnelSocket sandbox, TunnelSocket upstream, TunnelLimits limits,
@@ -65,6 +71,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
         asio::buffer(way.buffer.data(), room),
         [self = shared_from_this(), &way](error_code ec, std::size_t n) {
           if (ec == asio::error::eof) return self->endDirection(way);
+          if (peerLeft(ec)) return self->finish("closed");
           if (ec) return self->finish(ec.message());
           // Both directions read at once: the budget is charged when
           // bytes arrive, and what it no longer covers is not relayed.
@@ -82,6 +89,7 @@ class Tunnel : public std::enable_shared_from_this<Tunnel> {
                                            : asio::buffer(way.pending.data(), n);
     asio::async_write(*way.to, bytes,
                       [self = shared_from_this(), &way](error_code ec, std::size_t written) {
+                        if (peerLeft(ec)) return self->finish("closed");
                         if (ec) return self->finish(ec.message());
                         way.pending.clear();
                         *way.count += written;
