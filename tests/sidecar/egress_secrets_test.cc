@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -135,7 +136,7 @@ class HttpsEcho {
 };
 
 // The values of header `name` in an echoed request.
-[[maybe_unused]] std::vector<std::string> headerValues(const json& seen, const std::string& name) {
+std::vector<std::string> headerValues(const json& seen, const std::string& name) {
   std::vector<std::string> values;
   for (const auto& field : seen["headers"]) {
     if (common::iequals(field[0].get<std::string>(), name)) values.push_back(field[1]);
@@ -144,6 +145,67 @@ class HttpsEcho {
 }
 
 using ClientStream = ssl::stream<net::local::stream_protocol::socket>;
+
+// The sandbox: CONNECT localhost:`port` on the proxy's socket, then TLS for "localhost" trusting
+// `ca_file` only. Blocking, 5 s receive timeout.
+class TlsThroughProxy {
+ public:
+  TlsThroughProxy(const std::string& socket_path, std::uint16_t port, const std::string& ca_file) {
+    auto& socket = stream_.next_layer();
+    socket.connect(net::local::stream_protocol::endpoint(socket_path));
+    timeval timeout{5, 0};
+    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    const std::string authority = "localhost:" + std::to_string(port);
+    net::write(socket, net::buffer("CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority +
+                                   "\r\n\r\n"));
+    net::streambuf head;
+    const std::size_t n = net::read_until(socket, head, "\r\n\r\n");
+    connect_answer_.assign(static_cast<const char*>(head.data().data()), n);
+    context_.load_verify_file(ca_file);
+    stream_.set_verify_mode(ssl::verify_peer);  // the stream copied the context's mode already
+    SSL_ctrl(stream_.native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>("localhost"));
+    SSL_set1_host(stream_.native_handle(), "localhost");
+    stream_.handshake(ssl::stream_base::client, handshake_error_);
+  }
+  ~TlsThroughProxy() {
+    boost::system::error_code ignored;
+    stream_.next_layer().shutdown(net::socket_base::shutdown_both, ignored);
+  }
+  TlsThroughProxy(const TlsThroughProxy&) = delete;
+  TlsThroughProxy& operator=(const TlsThroughProxy&) = delete;
+
+  [[nodiscard]] const std::string& connectAnswer() const { return connect_answer_; }
+  [[nodiscard]] const boost::system::error_code& handshakeError() const { return handshake_error_; }
+  // The common name of the certificate's issuer the proxy (or the upstream) presented.
+  [[nodiscard]] std::string issuer() {
+    std::unique_ptr<X509, decltype(&X509_free)> peer(
+        SSL_get1_peer_certificate(stream_.native_handle()), X509_free);
+    if (!peer) return "";
+    std::array<char, 256> name{};
+    X509_NAME_get_text_by_NID(X509_get_issuer_name(peer.get()), NID_commonName, name.data(),
+                              static_cast<int>(name.size()));
+    return name.data();
+  }
+  // GET `target` with the sandbox's own Authorization; the answer (throws on a transport error).
+  http::response<http::string_body> get(const std::string& target) {
+    http::request<http::string_body> request{http::verb::get, target, 11};
+    request.set(http::field::host, "localhost");
+    request.set(http::field::authorization, "fake");
+    http::write(stream_, request);
+    http::response<http::string_body> response;
+    http::read(stream_, buffer_, response);
+    return response;  // NOLINT(clang-analyzer-cplusplus.Move): http::read moves it back
+  }
+
+ private:
+  net::io_context io_;
+  ssl::context context_{ssl::context::tls_client};
+  ClientStream stream_{io_, context_};
+  boost::beast::flat_buffer buffer_;
+  std::string connect_answer_;
+  boost::system::error_code handshake_error_;
+};
 
 class EgressSecretsTest : public ::testing::Test {
  protected:
@@ -279,6 +341,70 @@ TEST_F(EgressSecretsTest, TheSessionCaPermitsTheSecretHostsOnly) {
   EXPECT_EQ(check("localhost"), X509_V_OK);
   EXPECT_EQ(check("other.example"), X509_V_ERR_PERMITTED_VIOLATION);
   EXPECT_EQ(check("127.0.0.1"), X509_V_ERR_EXCLUDED_VIOLATION);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(EgressSecretsTest, ASecretHostIsInterceptedAndItsRequestsGetTheSecretValue) {
+  HttpsEcho upstream(*upstream_ca_);
+  start({upstream.port()}, upstream.port());
+  // As SSL_CERT_FILE (the bundle), then as NODE_EXTRA_CA_CERTS (the session CA alone).
+  for (const char* trusted : {sidecar::kCaBundleFileName, sidecar::kEgressCaFileName}) {
+    TlsThroughProxy client(config_.egress_listen_path, upstream.port(), runDir() / trusted);
+    EXPECT_EQ(client.connectAnswer(), "HTTP/1.1 200 Connection established\r\n\r\n");
+    ASSERT_FALSE(client.handshakeError()) << trusted << ": " << client.handshakeError().message();
+    EXPECT_EQ(client.issuer(), "sandbox-mcp session s-secrets");
+    for (const char* target : {"/one", "/two"}) {
+      const auto answer = client.get(target);
+      EXPECT_EQ(answer.result_int(), 200U);
+      const auto seen = json::parse(answer.body());
+      EXPECT_EQ(seen["target"], target);
+      EXPECT_EQ(headerValues(seen, "authorization"), std::vector<std::string>{kSecret});
+    }
+  }
+  EXPECT_EQ(upstream.requests().size(), 4U);
+  const auto lines = audit(2);
+  ASSERT_EQ(lines.size(), 2U);
+  for (const auto& line : lines) {
+    EXPECT_EQ(line["kind"], "egress");
+    EXPECT_EQ(line["method"], "CONNECT");
+    EXPECT_EQ(line["decision"], "allow") << line.dump();
+    EXPECT_EQ(line["status"], 200);
+    EXPECT_NE(
+        line["reason"].get<std::string>().find("; 2 request(s), secret headers set: Authorization"),
+        std::string::npos)
+        << line.dump();
+    EXPECT_GT(line["up"].get<std::uint64_t>(), 0U);
+    EXPECT_GT(line["bytes"].get<std::uint64_t>(), 0U);
+  }
+  EXPECT_EQ(readFile(audit_path_).find("sekrit"), std::string::npos);
+}
+
+TEST_F(EgressSecretsTest, AHostWithoutSecretsPassesTlsThroughUnopened) {
+  HttpsEcho secret_upstream(*upstream_ca_);
+  HttpsEcho plain_upstream(*upstream_ca_);
+  start({secret_upstream.port(), plain_upstream.port()}, secret_upstream.port());
+  {
+    // The upstream's own certificate, from the test CA: the proxy did not end this TLS.
+    TlsThroughProxy client(config_.egress_listen_path, plain_upstream.port(), upstream_ca_file_);
+    ASSERT_FALSE(client.handshakeError()) << client.handshakeError().message();
+    EXPECT_EQ(client.issuer(), "upstream test CA");
+    const auto seen = json::parse(client.get("/plain").body());
+    EXPECT_EQ(headerValues(seen, "authorization"), std::vector<std::string>{"fake"});
+  }
+  {
+    // The session CA does not vouch for it either.
+    TlsThroughProxy client(config_.egress_listen_path, plain_upstream.port(),
+                           runDir() / sidecar::kEgressCaFileName);
+    EXPECT_TRUE(client.handshakeError()) << client.issuer() << " " << client.connectAnswer();
+  }
+  EXPECT_TRUE(secret_upstream.requests().empty());
+  const auto lines = audit(2);
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_EQ(lines[0]["decision"], "allow") << lines[0].dump();
+  EXPECT_EQ(lines[0]["reason"].get<std::string>().find("secret headers"), std::string::npos);
 }
 
 }  // namespace
