@@ -288,6 +288,11 @@ void EgressConnection::onHello() {
     record("deny", why, 200);  // the 200 was sent; the tunnel closes before any byte went up
     return closeSockets();
   }
+  if (shared_->secrets) {
+    if (const auto* secret = shared_->secrets->find(request_.target.host, request_.target.port)) {
+      return intercept(*secret);
+    }
+  }
   relay(std::move(hello_), std::uint64_t{1} << 62);
 }
 
@@ -336,6 +341,28 @@ void EgressConnection::relay(std::string first_up, std::uint64_t max_up) {
                      clean ? self->request_.reason
                            : self->request_.reason + "; the connection ended: " + result.end,
                      status, result.up, result.down);
+      });
+}
+
+// A host with secret headers: TLS ended here with a session-CA leaf, requests relayed with the
+// headers set (tls_intercept.h). The audit line names the headers, never their values.
+void EgressConnection::intercept(const SecretHost& secret) {
+  relaying_ = true;
+  deadline_.cancel();
+  InterceptLimits limits;
+  limits.idle = shared_->limits.idle;
+  limits.max_header_bytes = shared_->limits.max_header_bytes;
+  std::string names;
+  for (const auto& header : secret.headers) names += (names.empty() ? "" : ", ") + header.name;
+  startIntercept(
+      TunnelSocket(std::move(sandbox_)), std::move(hello_), TunnelSocket(std::move(upstream_)),
+      {request_.target.host, request_.target.port}, secret.headers, shared_->intercept_tls, limits,
+      [self = shared_from_this(), names](const InterceptResult& result) {
+        const bool clean = result.end == "closed";
+        std::string reason = self->request_.reason + "; " + std::to_string(result.requests) +
+                             " request(s), secret headers set: " + names;
+        if (!clean) reason += "; the connection ended: " + result.end;
+        self->record(clean ? "allow" : "error", reason, 200, result.up, result.down);
       });
 }
 

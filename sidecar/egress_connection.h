@@ -25,6 +25,8 @@
 #include "sidecar/audit_log.h"
 #include "sidecar/dns_pinning.h"
 #include "sidecar/proxy_request.h"
+#include "sidecar/secret_headers.h"
+#include "sidecar/tls_intercept.h"
 #include "sidecar/tunnel.h"
 
 namespace sidecar {
@@ -53,6 +55,10 @@ struct EgressShared {
   const std::string session;
   const EgressLimits limits;
   common::WorkerPool resolvers;  // getaddrinfo blocks: never on the io thread
+  // Set before the proxy accepts, read-only after: the hosts whose CONNECTs are intercepted,
+  // and the TLS settings for it (both null: nothing is intercepted).
+  std::shared_ptr<const SecretHeaders> secrets;
+  std::shared_ptr<InterceptTls> intercept_tls;
 
   // io thread only
   std::size_t open = 0;
@@ -80,6 +86,7 @@ class EgressConnection : public std::enable_shared_from_this<EgressConnection> {
   void onHello();
   void forwardPlainRequest();
   void relay(std::string first_up, std::uint64_t max_up);
+  void intercept(const SecretHost& secret);
 
   // Answers `status` with `reason` (reason phrase and body), then closes; one audit line.
   void refuse(unsigned status, const std::string& reason, const char* decision = "deny");

@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <optional>
 #include <stdexcept>
@@ -15,7 +16,9 @@
 #include <vector>
 
 #include "common/accept_backoff.h"
+#include "sidecar/egress_ca_files.h"
 #include "sidecar/egress_connection.h"
+#include "sidecar/session_ca.h"
 #include "sidecar/sidecar_log.h"
 #include "sidecar/unix_listener.h"
 
@@ -41,11 +44,42 @@ EgressLimits limitsFrom(const SidecarConfig& config) {
 
 struct EgressProxy::Impl {
   Impl(const SidecarConfig& config, std::shared_ptr<const policy::EgressPolicy> rules,
-       std::shared_ptr<AuditLog> audit)
+       std::shared_ptr<AuditLog> audit, std::shared_ptr<const SecretHeaders> secrets_)
       : path(config.egress_listen_path),
+        upstream_ca_file(config.egress_upstream_ca_file),
+        secrets(std::move(secrets_)),
         shared(std::make_shared<EgressShared>(ioc, std::move(rules), std::move(audit),
                                               config.denied_endpoints, config.session_id,
                                               limitsFrom(config))) {}
+
+  // The session CA, in memory only, limited to the secret hosts; its certificate written next
+  // to the socket for the sandbox. Before the socket listens, so the files exist when the
+  // sandbox can connect.
+  void prepareIntercept() {
+    if (!secrets) return;
+    if (secrets->hosts.empty()) {
+      log().warn("egress: the secrets file names no host; nothing is intercepted");
+      return;
+    }
+    const std::string name =
+        "sandbox-mcp session" + (shared->session.empty() ? "" : " " + shared->session);
+    const CaPem pem = SessionCa::generateCa(name, secrets->hostNames());
+    std::shared_ptr<SessionCa> ca = SessionCa::fromPem(pem.cert_pem, pem.key_pem);
+    const std::string system_bundle = findSystemCaBundle();
+    if (system_bundle.empty()) {
+      log().warn(
+          "egress: no system CA bundle (/etc/ssl/certs/ca-certificates.crt, "
+          "/etc/pki/tls/certs/ca-bundle.crt): {} holds the session CA only, and intercepted "
+          "upstreams are verified against {} alone",
+          kCaBundleFileName, upstream_ca_file.empty() ? "nothing" : upstream_ca_file);
+    }
+    shared->intercept_tls = std::make_shared<InterceptTls>(ca, upstream_ca_file, system_bundle);
+    shared->secrets = secrets;
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    ca_files = writeEgressCaFiles(dir.empty() ? "." : dir, pem.cert_pem, system_bundle);
+    log().info("egress: intercepting for secret headers: {}; session CA in {}", secrets->toString(),
+               ca_files.front());
+  }
 
   void doAccept() {
     acceptor.async_accept([this](boost::system::error_code ec, Protocol::socket socket) {
@@ -83,6 +117,9 @@ struct EgressProxy::Impl {
   }
 
   const std::string path;
+  const std::string upstream_ca_file;
+  const std::shared_ptr<const SecretHeaders> secrets;
+  std::vector<std::string> ca_files;  // written by prepareIntercept, removed by stop()
   net::io_context ioc{1};
   std::shared_ptr<EgressShared> shared;
   Protocol::acceptor acceptor{ioc};
@@ -96,14 +133,22 @@ struct EgressProxy::Impl {
 
 EgressProxy::EgressProxy(const SidecarConfig& config,
                          std::shared_ptr<const policy::EgressPolicy> rules,
-                         std::shared_ptr<AuditLog> audit)
-    : impl_(std::make_unique<Impl>(config, std::move(rules), std::move(audit))) {}
+                         std::shared_ptr<AuditLog> audit,
+                         std::shared_ptr<const SecretHeaders> secrets)
+    : impl_(
+          std::make_unique<Impl>(config, std::move(rules), std::move(audit), std::move(secrets))) {}
 
 EgressProxy::~EgressProxy() { stop(); }
 
 void EgressProxy::start() {
   if (impl_->started) throw std::logic_error("EgressProxy::start called twice");
-  listenOnUnixSocket(impl_->acceptor, impl_->path, "--egress-listen", impl_->ioc);
+  impl_->prepareIntercept();
+  try {
+    listenOnUnixSocket(impl_->acceptor, impl_->path, "--egress-listen", impl_->ioc);
+  } catch (...) {
+    removeEgressCaFiles(impl_->ca_files);
+    throw;
+  }
   impl_->started = true;
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->doAccept();
@@ -128,6 +173,7 @@ void EgressProxy::stop() noexcept {
   impl_->ioc.stop();
   if (impl_->io_thread.joinable()) impl_->io_thread.join();
   ::unlink(impl_->path.c_str());
+  removeEgressCaFiles(impl_->ca_files);
   log().info("egress: stopped, removed {}", impl_->path);
 }
 

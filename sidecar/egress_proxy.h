@@ -11,6 +11,10 @@
 // A refusal is an HTTP error whose reason phrase and body say why; the connection then closes.
 // Every connection is one audit line (kind "egress"). Limits: open connections, bytes of all
 // connections together, idle time and a connection's whole life.
+// With secret headers (secret_headers.h), an allowed CONNECT to a host they name is intercepted
+// instead of passed through (tls_intercept.h): start() makes the session CA in memory (its name
+// constraints permit those hosts only; the key never touches disk) and writes its certificate
+// next to the socket for the sandbox to trust (egress_ca_files.h); stop() removes those files.
 // Thread-safety: start() and stop() from one controlling thread; stop() is idempotent.
 #pragma once
 
@@ -18,22 +22,28 @@
 
 #include "policy/egress.h"
 #include "sidecar/audit_log.h"
+#include "sidecar/secret_headers.h"
 #include "sidecar/sidecar_config.h"
 
 namespace sidecar {
 
 class EgressProxy {
  public:
+  // `secrets`: none (or no hosts) = nothing intercepted. config.egress_upstream_ca_file, when
+  // set, is trusted for intercepted upstreams besides the system store.
   EgressProxy(const SidecarConfig& config, std::shared_ptr<const policy::EgressPolicy> rules,
-              std::shared_ptr<AuditLog> audit);
+              std::shared_ptr<AuditLog> audit,
+              std::shared_ptr<const SecretHeaders> secrets = nullptr);
   ~EgressProxy();  // stop()
   EgressProxy(const EgressProxy&) = delete;
   EgressProxy& operator=(const EgressProxy&) = delete;
 
-  // Listens on config.egress_listen_path (a stale socket is replaced, 0666) and serves on its
-  // own thread. Throws std::runtime_error saying what to fix.
+  // With secrets: makes the session CA and writes egress-ca.pem and ca-bundle.pem into the
+  // socket's directory. Then listens on config.egress_listen_path (a stale socket is replaced,
+  // 0666) and serves on its own thread. Throws std::runtime_error saying what to fix.
   void start();
-  // Stops accepting, cuts every open connection, joins the threads, unlinks the socket.
+  // Stops accepting, cuts every open connection, joins the threads, unlinks the socket and the
+  // CA files.
   void stop() noexcept;
 
  private:

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "sidecar/audit_log.h"
 #include "sidecar/egress_proxy.h"
 #include "sidecar/policy_file.h"
+#include "sidecar/secret_headers.h"
 #include "sidecar/sidecar_config.h"
 #include "sidecar/sidecar_log.h"
 #include "sidecar/sidecar_server.h"
@@ -46,8 +48,13 @@ int main(int argc, char** argv) {
     server.start();
     std::optional<sidecar::EgressProxy> egress;
     if (!parsed.config->egress_listen_path.empty()) {
+      std::shared_ptr<const sidecar::SecretHeaders> secrets;
+      if (!parsed.config->egress_secrets_file.empty()) {
+        secrets = std::make_shared<const sidecar::SecretHeaders>(
+            sidecar::SecretHeaders::load(parsed.config->egress_secrets_file));
+      }
       egress.emplace(*parsed.config, sidecar::loadEgressRulesFile(parsed.config->egress_rules_file),
-                     audit);
+                     audit, std::move(secrets));
       egress->start();
     }
     if (parsed.config->exit_on_stdin_eof) {

@@ -106,6 +106,16 @@ const std::map<std::string_view, Setter>& setters() {
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--egress-max-connection-ms", v, c.egress_max_connection_ms);
        }},
+      {"--egress-secrets",
+       [](SidecarConfig& c, std::string_view v) {
+         c.egress_secrets_file = v;
+         return std::string();
+       }},
+      {"--egress-upstream-ca",
+       [](SidecarConfig& c, std::string_view v) {
+         c.egress_upstream_ca_file = v;
+         return std::string();
+       }},
       {"--max-concurrent-requests",
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--max-concurrent-requests", v, c.max_concurrent_requests);
@@ -135,6 +145,11 @@ std::string validate(const SidecarConfig& config) {
   }
   if (!config.egress_listen_path.empty() && config.egress_listen_path == config.listen_path) {
     return "--egress-listen must differ from --listen";
+  }
+  if (config.egress_listen_path.empty() &&
+      (!config.egress_secrets_file.empty() || !config.egress_upstream_ca_file.empty())) {
+    return "--egress-secrets and --egress-upstream-ca belong to the egress proxy; give "
+           "--egress-listen PATH --egress-rules FILE with them";
   }
   return {};
 }
@@ -184,10 +199,12 @@ std::string usageText() {
          "         [--audit-log-max-bytes N] [--exit-on-stdin-eof]\n"
          "         [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]\n"
          "          [--egress-max-bytes N] [--egress-idle-timeout-ms N]\n"
-         "          [--egress-max-connection-ms N]]\n"
+         "          [--egress-max-connection-ms N]\n"
+         "          [--egress-secrets FILE] [--egress-upstream-ca FILE]]\n"
          "Relays HTTP/1.1 on the Unix socket PATH to the MCP servers the policy FILE allows.\n"
          "With --egress-listen, also serves a forward proxy (CONNECT, and absolute-form HTTP)\n"
-         "for the hosts the egress rules FILE allows.\n";
+         "for the hosts the egress rules FILE allows; with --egress-secrets, CONNECTs to the\n"
+         "hosts it names are intercepted (a session CA) and get its headers.\n";
 }
 
 }  // namespace sidecar

@@ -51,6 +51,13 @@ struct SidecarConfig {
   std::uint64_t egress_max_bytes = std::uint64_t{8} * 1024 * 1024 * 1024;
   std::int64_t egress_idle_timeout_ms = 120'000;      // a connection where nothing moves
   std::int64_t egress_max_connection_ms = 3'600'000;  // a connection's whole life
+  // Secret headers (--egress-secrets FILE, secret_headers.h; 0600): CONNECTs to the hosts it
+  // names are intercepted with a session CA made at start (tls_intercept.h). Off when empty.
+  std::string egress_secrets_file;
+  // Extra PEM CA certificates trusted for intercepted upstreams, besides the system store
+  // (--egress-upstream-ca FILE; an operator's internal CA, a test CA). Optional; unused
+  // without secrets.
+  std::string egress_upstream_ca_file;
 };
 
 struct CommandLineResult {
@@ -63,8 +70,9 @@ struct CommandLineResult {
 // [--max-header-bytes N] [--upstream-connect-timeout-ms N] [--upstream-idle-timeout-ms N]
 // [--idle-timeout-ms N] [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...
 // [--audit-log-max-bytes N] [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]
-// [--egress-max-bytes N] [--egress-idle-timeout-ms N] [--egress-max-connection-ms N]]
-// [--exit-on-stdin-eof]` (args excludes argv[0]).
+// [--egress-max-bytes N] [--egress-idle-timeout-ms N] [--egress-max-connection-ms N]
+// [--egress-secrets FILE] [--egress-upstream-ca FILE]] [--exit-on-stdin-eof]` (args excludes
+// argv[0]).
 [[nodiscard]] CommandLineResult parseCommandLine(const std::vector<std::string_view>& args);
 
 [[nodiscard]] std::string usageText();

@@ -515,7 +515,7 @@ InterceptTls::InterceptTls(std::shared_ptr<SessionCa> ca, const std::string& ext
   SSL_CTX_set_options(sandbox_side_.native_handle(), SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_alpn_select_cb(sandbox_side_.native_handle(), selectHttp11, nullptr);
   upstream_side_.set_verify_mode(ssl::verify_peer);
-  loadVerifyFile(upstream_side_, upstream_ca_file);
+  if (!upstream_ca_file.empty()) loadVerifyFile(upstream_side_, upstream_ca_file);
   if (!extra_upstream_ca_file.empty()) loadVerifyFile(upstream_side_, extra_upstream_ca_file);
   // Returns 0 on success (unlike the rest of OpenSSL).
   if (SSL_CTX_set_alpn_protos(upstream_side_.native_handle(),

@@ -44,7 +44,8 @@ inline constexpr const char* kSystemCaFile = "/etc/ssl/certs/ca-certificates.crt
 // The TLS settings of a session's intercepted tunnels.
 class InterceptTls {
  public:
-  // Throws std::runtime_error naming a CA file that cannot be loaded.
+  // Throws std::runtime_error naming a CA file that cannot be loaded. An empty
+  // `upstream_ca_file` (a system without a CA bundle): only the extra file is trusted.
   explicit InterceptTls(std::shared_ptr<SessionCa> ca,
                         const std::string& extra_upstream_ca_file = "",
                         const std::string& upstream_ca_file = kSystemCaFile);
