@@ -351,6 +351,8 @@ void EgressConnection::intercept(const SecretHost& secret) {
   deadline_.cancel();
   InterceptLimits limits;
   limits.idle = shared_->limits.idle;
+  limits.max_duration = shared_->limits.max_connection;
+  limits.budget = shared_->bytes_left;
   limits.max_header_bytes = shared_->limits.max_header_bytes;
   std::string names;
   for (const auto& header : secret.headers) names += (names.empty() ? "" : ", ") + header.name;

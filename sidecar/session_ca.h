@@ -1,11 +1,11 @@
 // A session's certificate authority for the egress proxy's TLS interception (tls_intercept.h):
 // for the hosts whose requests get secret headers, the sidecar ends the sandbox's TLS itself,
-// with a leaf certificate for the CONNECT host signed by this CA (whose certificate the server
-// adds to the sandbox's trust store; the sandbox never sees the key).
-//  - generateCa: what the server calls once per session to make the CA. With `permitted_hosts`
-//    the CA carries a critical nameConstraints extension (RFC 5280 4.2.1.10): DNS subtrees (or
-//    single IP addresses) for those hosts only, every other DNS name or IP address excluded, so
-//    that even a leaked CA key mints nothing a client accepts for another host.
+// with a leaf certificate for the CONNECT host signed by this CA (whose certificate the egress
+// proxy writes for the sandbox's trust store, egress_ca_files.h; the sandbox never sees the key).
+//  - generateCa: what the egress proxy calls at start to make the CA in memory. With
+//    `permitted_hosts` the CA carries a critical nameConstraints extension (RFC 5280 4.2.1.10):
+//    DNS subtrees (or single IP addresses) for those hosts only, every other DNS name or IP
+//    address excluded, so that even a leaked CA key mints nothing a client accepts elsewhere.
 //  - SessionCa: loads that CA (PEM) in the sidecar and mints leaves on demand: one EC P-256 key
 //    for all leaves, SAN DNS:host or IP:address, serverAuth, valid from an hour ago for a day,
 //    a random 128-bit serial; cached per host (at most kMaxCachedLeaves, re-minted after 12 h).
@@ -26,7 +26,7 @@ namespace sidecar {
 
 struct CaPem {
   std::string cert_pem;
-  std::string key_pem;  // PKCS#8, unencrypted: the server writes it 0600 for the sidecar only
+  std::string key_pem;  // PKCS#8, unencrypted: kept in memory, never written
 };
 
 class SessionCa {

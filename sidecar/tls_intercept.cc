@@ -143,6 +143,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
         sandbox_(std::move(sandbox), tls_->sandboxSide()),
         upstream_(std::move(upstream), tls_->upstreamSide()),
         timer_(sandbox_.get_executor()),
+        deadline_(sandbox_.get_executor()),
         target_(std::move(target)),
         headers_(std::move(headers)),
         limits_(limits),
@@ -152,6 +153,10 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     hello_ = std::move(client_hello);
     if (const std::string why = prepareTls(); !why.empty()) return finish(why);
     armTimer(limits_.idle);
+    deadline_.expires_after(limits_.max_duration);
+    deadline_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->finish("time");
+    });
     sandbox_.async_handshake(
         ssl::stream_base::server, net::buffer(hello_),
         [self = shared_from_this()](error_code ec, std::size_t) { self->onSandboxHandshake(ec); });
@@ -257,6 +262,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
                        if (write_ec)
                          return self->finish("writing to the sandbox: " + write_ec.message());
                        self->result_.down += n;
+                       if (!self->charge(n)) return self->finish("limit");
                        self->pumpRequest();
                      });
   }
@@ -327,6 +333,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
             return self->finish("writing to the sandbox: " + write_ec.message());
           }
           self->result_.down += n;
+          if (!self->charge(n)) return self->finish("limit");
           self->touch();
           if (interim) return self->readResponse();  // the real answer next
           self->answered();
@@ -368,8 +375,14 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
       body.more = false;
       return writeBody(from, buffer, parser, writer, to, count, next);
     }
+    if (spent()) return finish("limit");
     body.data = body_.data();
-    body.size = body_.size();
+    // Never more than the budget has left, so a read cannot overshoot it.
+    requested_ =
+        limits_.budget
+            ? static_cast<std::size_t>(std::min<std::uint64_t>(body_.size(), limits_.budget->left))
+            : body_.size();
+    body.size = requested_;
     http::async_read_some(
         from, buffer, parser,
         [self = shared_from_this(), &from, &buffer, &parser, &writer, &to, &count, next](
@@ -379,7 +392,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
           if (ec) return next(*self, "read", ec);
           self->touch();
           auto& read_body = parser.get().body();
-          const std::size_t got = self->body_.size() - read_body.size;
+          const std::size_t got = self->requested_ - read_body.size;
           read_body.more = !parser.is_done();
           if (got == 0 && read_body.more) {  // framing only: a 0-byte chunk would end the body
             return self->pump(from, buffer, parser, writer, to, count, next);
@@ -403,6 +416,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
                         if (self->finished_) return;
                         if (ec == http::error::need_buffer) ec = {};
                         count += n;
+                        if (!self->charge(n)) return self->finish("limit");
                         if (ec) return next(*self, "write", ec);
                         self->touch();
                         if (!parser.is_done() && !writer.is_done()) {
@@ -429,11 +443,20 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     net::async_write(sandbox_, net::buffer(*answer),
                      [self = shared_from_this(), answer, reason](error_code ec, std::size_t n) {
                        self->result_.down += n;
+                       (void)self->charge(n);
                        self->finish(ec ? reason + "; the sandbox left: " + ec.message() : reason);
                      });
   }
 
   void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+
+  // The session's byte budget (shared with its other tunnels): false once it is spent.
+  [[nodiscard]] bool charge(std::uint64_t n) {
+    if (!limits_.budget) return true;
+    limits_.budget->left -= std::min(limits_.budget->left, n);
+    return limits_.budget->left > 0;
+  }
+  [[nodiscard]] bool spent() const { return limits_.budget && limits_.budget->left == 0; }
 
   void armTimer(std::chrono::steady_clock::duration after) {
     timer_.expires_after(after);
@@ -456,6 +479,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     }
     error_code ignored;
     timer_.cancel();
+    deadline_.cancel();
     upstream_.lowest_layer().close(ignored);
     if (!sandbox_ready_) return closeSandbox();
     timer_.expires_after(kShutdownGrace);
@@ -477,6 +501,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
   Stream sandbox_;
   Stream upstream_;
   net::steady_timer timer_;
+  net::steady_timer deadline_;  // limits_.max_duration
   const InterceptTarget target_;
   const std::vector<SecretHeader> headers_;
   const InterceptLimits limits_;
@@ -491,6 +516,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
   std::optional<http::response_parser<http::buffer_body>> response_;
   std::optional<http::response_serializer<http::buffer_body>> response_writer_;
   std::array<char, std::size_t{64} * 1024> body_{};
+  std::size_t requested_ = 0;  // of body_, by the read under way
   InterceptResult result_;
   unsigned requests_ = 0;
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();

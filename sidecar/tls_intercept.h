@@ -17,9 +17,9 @@
 //     64 KiB buffer (Content-Length, chunked, or until close; HEAD, 1xx, 204 and 304 without a
 //     body). `Expect: 100-continue` is answered by the sidecar and not forwarded.
 // Ends on the sandbox closing between requests, `Connection: close` either way, an answer
-// delimited by closing, idle time (no byte either way, handshakes included) or an error; `done`
-// runs once, on the io_context's thread, with the counts and why. Secret values are never
-// logged, never in `end`, and never in an answer to the sandbox.
+// delimited by closing, idle time (no byte either way, handshakes included), max_duration, the
+// byte budget spent, or an error; `done` runs once, on the io_context's thread, with the counts
+// and why. Secret values are never logged, never in `end`, and never in an answer to the sandbox.
 // Thread-safety: everything runs on the sockets' io_context (one thread); InterceptTls is
 // immutable after construction and may be shared by every intercepted tunnel of a session.
 #pragma once
@@ -64,6 +64,11 @@ class InterceptTls {
 
 struct InterceptLimits {
   std::chrono::milliseconds idle{120'000};
+  std::chrono::milliseconds max_duration{std::chrono::hours(24)};  // then it ends ("time")
+  // Bytes the session's egress may still move, shared with its other tunnels; charged as HTTP
+  // bytes are written either way (TLS framing not counted), a body read never asking for more
+  // than is left; spent: it ends ("limit"). None: unbounded.
+  std::shared_ptr<TunnelBudget> budget;
   std::size_t max_header_bytes = std::size_t{16} * 1024;           // a request head
   std::size_t max_response_header_bytes = std::size_t{64} * 1024;  // an answer's head
 };
@@ -78,7 +83,7 @@ struct InterceptResult {
   std::uint64_t down = 0;  // HTTP bytes written to the sandbox
   unsigned requests = 0;   // requests forwarded
   unsigned status = 0;     // the last status the sandbox got (the sidecar's own 502/431 included)
-  std::string end;         // "closed", "idle", or why it ended (never a header value)
+  std::string end;  // "closed", "idle", "time", "limit", or why it ended (never a header value)
 };
 
 // Starts intercepting: `sandbox` just got `200 Connection established` and sent `client_hello`

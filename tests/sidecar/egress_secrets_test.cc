@@ -5,7 +5,8 @@
 // appear at start (0644, certificates only, the bundle ending with the session CA) and go at
 // stop; the session CA's name constraints permit the secret hosts only; a CONNECT to a secret
 // host is intercepted and its requests get the configured value instead of the sandbox's; one to
-// a host without secrets passes TLS through unopened; audit lines never hold a secret value.
+// a host without secrets passes TLS through unopened; audit lines never hold a secret value; an
+// intercepted connection ends at the connection time limit and at the session's byte budget.
 #include <gtest/gtest.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -405,6 +406,43 @@ TEST_F(EgressSecretsTest, AHostWithoutSecretsPassesTlsThroughUnopened) {
   ASSERT_EQ(lines.size(), 2U);
   EXPECT_EQ(lines[0]["decision"], "allow") << lines[0].dump();
   EXPECT_EQ(lines[0]["reason"].get<std::string>().find("secret headers"), std::string::npos);
+}
+
+TEST_F(EgressSecretsTest, AnInterceptedConnectionEndsAtTheMaxConnectionTime) {
+  HttpsEcho upstream(*upstream_ca_);
+  config_.egress_max_connection_ms = 300;
+  start({upstream.port()}, upstream.port());
+  TlsThroughProxy client(config_.egress_listen_path, upstream.port(),
+                         runDir() / sidecar::kCaBundleFileName);
+  ASSERT_FALSE(client.handshakeError()) << client.handshakeError().message();
+  EXPECT_EQ(client.get("/one").result_int(), 200U);
+  const auto lines = audit(1);  // the client stays, silent: the proxy ends it
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0]["decision"], "error") << lines[0].dump();
+  EXPECT_TRUE(lines[0]["reason"].get<std::string>().ends_with(
+      "1 request(s), secret headers set: Authorization; the connection ended: time"))
+      << lines[0].dump();
+}
+
+TEST_F(EgressSecretsTest, AnInterceptedConnectionStopsAtTheSessionByteBudget) {
+  HttpsEcho upstream(*upstream_ca_);
+  config_.egress_max_bytes = 200000;
+  start({upstream.port()}, upstream.port());
+  {
+    TlsThroughProxy client(config_.egress_listen_path, upstream.port(),
+                           runDir() / sidecar::kCaBundleFileName);
+    ASSERT_FALSE(client.handshakeError()) << client.handshakeError().message();
+    EXPECT_ANY_THROW((void)client.get("/big"));  // cut before the whole answer
+  }
+  const auto lines = audit(1);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0]["decision"], "error") << lines[0].dump();
+  EXPECT_TRUE(lines[0]["reason"].get<std::string>().ends_with("the connection ended: limit"))
+      << lines[0].dump();
+  EXPECT_LE(lines[0]["bytes"].get<std::uint64_t>() + lines[0]["up"].get<std::uint64_t>(), 200000U);
+  TlsThroughProxy next(config_.egress_listen_path, upstream.port(),
+                       runDir() / sidecar::kCaBundleFileName);
+  EXPECT_TRUE(next.connectAnswer().starts_with("HTTP/1.1 403")) << next.connectAnswer();
 }
 
 }  // namespace
