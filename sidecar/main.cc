@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
     auto policy = sidecar::loadPolicyFile(parsed.config->policy_file);
     auto audit =
         sidecar::AuditLog::open(parsed.config->audit_log_path, parsed.config->audit_log_max_bytes);
-    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit);
-    server.start();
+    // The egress proxy starts first: the MCP server waits for the MCP socket only, so once that
+    // accepts, the proxy's socket and CA files are there too.
     std::optional<sidecar::EgressProxy> egress;
     if (!parsed.config->egress_listen_path.empty()) {
       std::shared_ptr<const sidecar::SecretHeaders> secrets;
@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
                      audit, std::move(secrets));
       egress->start();
     }
+    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit);
+    server.start();
     if (parsed.config->exit_on_stdin_eof) {
       // Detached on purpose: it blocks in read() until the parent goes away, then asks the main
       // thread to stop like a SIGTERM would.

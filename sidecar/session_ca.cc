@@ -85,9 +85,11 @@ CertPtr newCertificate(EVP_PKEY* key, long seconds) {
 
 void setCommonName(X509* cert, const std::string& common_name) {
   X509_NAME* subject = X509_get_subject_name(cert);
+  // X.509 bounds a common name at 64 characters (ub-common-name); a session id makes it longer.
+  const std::string name = common_name.substr(0, 64);
   if (X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
-                                 reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
-                                 -1, 0) != 1) {
+                                 reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1,
+                                 0) != 1) {
     fail("cannot set the common name");
   }
 }

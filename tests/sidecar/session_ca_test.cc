@@ -89,6 +89,13 @@ TEST(SessionCa, NameConstraintsForAnAddressExcludeEveryName) {
   EXPECT_NE(verifyLeaf(*ca, "::1"), X509_V_OK);  // outside the permitted IPv4 address too
 }
 
+TEST(SessionCa, ALongNameIsCutToWhatX509Allows) {
+  // "sandbox-mcp session " and a session id with its instance suffix: past 64 characters.
+  const auto pem = sidecar::SessionCa::generateCa(
+      "sandbox-mcp session s-b6dddd602d62d30288fde6d5f1bf3e31~1ab8757096fc77d0", {"localhost"});
+  EXPECT_NE(sidecar::SessionCa::fromPem(pem.cert_pem, pem.key_pem), nullptr);
+}
+
 TEST(SessionCa, CaCarriesCriticalConstraintsAndKeyIds) {
   auto ca = makeCa({"api.example.com"});
   X509* cert = ca->certificate();
