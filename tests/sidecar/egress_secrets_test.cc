@@ -40,12 +40,15 @@
 #include <vector>
 
 #include "common/text.h"
+#include "https_echo.h"
 #include "sidecar/egress_ca_files.h"
 #include "sidecar/egress_proxy.h"
 #include "sidecar/secret_headers.h"
 #include "sidecar/session_ca.h"
 
 namespace {
+
+using sidecar_test::HttpsEcho;
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
@@ -62,79 +65,6 @@ std::string readFile(const std::filesystem::path& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-// HTTPS on 127.0.0.1 with a certificate for "localhost" from `ca`; every request gets 200 with a
-// JSON echo ({"target", "headers": [[name, value]...]}), GET /big gets `big_bytes` bytes.
-class HttpsEcho {
- public:
-  explicit HttpsEcho(SessionCa& ca) {
-    SSL_CTX_use_certificate(context_.native_handle(), ca.leafFor("localhost").get());
-    SSL_CTX_use_PrivateKey(context_.native_handle(), ca.leafKey());
-    acceptor_.open(net::ip::tcp::v4());
-    acceptor_.bind({net::ip::make_address("127.0.0.1"), 0});
-    acceptor_.listen();
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~HttpsEcho() {
-    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes accept()
-    thread_.join();
-  }
-  HttpsEcho(const HttpsEcho&) = delete;
-  HttpsEcho& operator=(const HttpsEcho&) = delete;
-
-  [[nodiscard]] std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  [[nodiscard]] std::vector<json> requests() {
-    const std::lock_guard lock(mutex_);
-    return requests_;
-  }
-  static constexpr std::size_t kBigBytes = std::size_t{1} << 20;
-
- private:
-  void serve() {
-    for (;;) {
-      boost::system::error_code ec;
-      net::ip::tcp::socket socket(io_);
-      acceptor_.accept(socket, ec);
-      if (ec) return;
-      timeval timeout{5, 0};
-      ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-      ssl::stream<net::ip::tcp::socket> stream(std::move(socket), context_);
-      stream.handshake(ssl::stream_base::server, ec);
-      if (!ec) serveConnection(stream);
-    }
-  }
-
-  void serveConnection(ssl::stream<net::ip::tcp::socket>& stream) {
-    boost::beast::flat_buffer buffer;
-    for (;;) {
-      boost::system::error_code ec;
-      http::request<http::string_body> request;
-      http::read(stream, buffer, request, ec);
-      if (ec) return;
-      json seen = {{"target", std::string(request.target())}, {"headers", json::array()}};
-      for (const auto& field : request) {
-        seen["headers"].push_back({std::string(field.name_string()), std::string(field.value())});
-      }
-      {
-        const std::lock_guard lock(mutex_);
-        requests_.push_back(seen);
-      }
-      http::response<http::string_body> answer{http::status::ok, 11};
-      answer.keep_alive(request.keep_alive());
-      answer.body() = request.target() == "/big" ? std::string(kBigBytes, 'b') : seen.dump();
-      answer.prepare_payload();
-      http::write(stream, answer, ec);
-      if (ec || !request.keep_alive()) return;
-    }
-  }
-
-  net::io_context io_;
-  ssl::context context_{ssl::context::tls_server};
-  net::ip::tcp::acceptor acceptor_{io_};
-  std::thread thread_;
-  std::mutex mutex_;
-  std::vector<json> requests_;
-};
 
 // The values of header `name` in an echoed request.
 std::vector<std::string> headerValues(const json& seen, const std::string& name) {
@@ -439,7 +369,10 @@ TEST_F(EgressSecretsTest, AnInterceptedConnectionStopsAtTheSessionByteBudget) {
   EXPECT_EQ(lines[0]["decision"], "error") << lines[0].dump();
   EXPECT_TRUE(lines[0]["reason"].get<std::string>().ends_with("the connection ended: limit"))
       << lines[0].dump();
-  EXPECT_LE(lines[0]["bytes"].get<std::uint64_t>() + lines[0]["up"].get<std::uint64_t>(), 200000U);
+  // Body bytes are charged before they are relayed; the framing of a chunked answer (a chunk's
+  // size line) is charged as it is written, so the total may pass the budget by that much.
+  EXPECT_LE(lines[0]["bytes"].get<std::uint64_t>() + lines[0]["up"].get<std::uint64_t>(),
+            200000U + 64U);
   TlsThroughProxy next(config_.egress_listen_path, upstream.port(),
                        runDir() / sidecar::kCaBundleFileName);
   EXPECT_TRUE(next.connectAnswer().starts_with("HTTP/1.1 403")) << next.connectAnswer();

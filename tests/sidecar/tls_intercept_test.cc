@@ -39,11 +39,15 @@
 #include <vector>
 
 #include "common/text.h"
+#include "https_echo.h"
 #include "sidecar/session_ca.h"
 #include "sidecar/sidecar_log.h"
 #include "sidecar/tls_client_hello.h"
 
 namespace {
+
+using sidecar_test::HttpsEcho;
+using sidecar_test::pattern;
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
@@ -53,108 +57,11 @@ using sidecar::SessionCa;
 
 constexpr const char* kSecret = "Bearer sekrit-0123456789";
 constexpr const char* kOtherSecret = "key-9876543210";
-constexpr std::size_t kBigBody = std::size_t{300} * 1024;
 
 std::unique_ptr<SessionCa> newCa(const std::string& name) {
   const auto pem = SessionCa::generateCa(name);
   return SessionCa::fromPem(pem.cert_pem, pem.key_pem);
 }
-
-std::string pattern(std::size_t size) {
-  std::string text(size, ' ');
-  for (std::size_t i = 0; i < size; ++i) text[i] = static_cast<char>('a' + (i * 7) % 26);
-  return text;
-}
-
-// HTTPS on 127.0.0.1 with a certificate for `name` from `ca`. Every request gets 200 with a JSON
-// echo of it ({"method", "target", "headers": [[name, value]...], "body"}); GET /big gets
-// kBigBody bytes chunked; HEAD gets a head with Content-Length only. One connection at a time.
-class HttpsEcho {
- public:
-  HttpsEcho(SessionCa& ca, const std::string& name) {
-    SSL_CTX_use_certificate(context_.native_handle(), ca.leafFor(name).get());
-    SSL_CTX_use_PrivateKey(context_.native_handle(), ca.leafKey());
-    acceptor_.open(net::ip::tcp::v4());
-    acceptor_.bind({net::ip::make_address("127.0.0.1"), 0});
-    acceptor_.listen();
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~HttpsEcho() {
-    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes accept()
-    thread_.join();
-  }
-  HttpsEcho(const HttpsEcho&) = delete;
-  HttpsEcho& operator=(const HttpsEcho&) = delete;
-
-  [[nodiscard]] std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  [[nodiscard]] std::vector<json> requests() {
-    const std::lock_guard lock(mutex_);
-    return requests_;
-  }
-
- private:
-  void serve() {
-    for (;;) {
-      boost::system::error_code ec;
-      net::ip::tcp::socket socket(io_);
-      acceptor_.accept(socket, ec);
-      if (ec) return;
-      timeval timeout{5, 0};
-      ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-      ssl::stream<net::ip::tcp::socket> stream(std::move(socket), context_);
-      stream.handshake(ssl::stream_base::server, ec);
-      if (!ec) serveConnection(stream);
-    }
-  }
-
-  void serveConnection(ssl::stream<net::ip::tcp::socket>& stream) {
-    boost::beast::flat_buffer buffer;
-    for (;;) {
-      boost::system::error_code ec;
-      http::request<http::string_body> request;
-      http::read(stream, buffer, request, ec);
-      if (ec) return;
-      json seen = {{"method", std::string(request.method_string())},
-                   {"target", std::string(request.target())},
-                   {"headers", json::array()},
-                   {"body", request.body()}};
-      for (const auto& field : request) {
-        seen["headers"].push_back({std::string(field.name_string()), std::string(field.value())});
-      }
-      {
-        const std::lock_guard lock(mutex_);
-        requests_.push_back(seen);
-      }
-      if (request.method() == http::verb::head) {
-        http::response<http::empty_body> head{http::status::ok, 11};
-        head.set(http::field::content_length, "1234");
-        head.keep_alive(request.keep_alive());
-        http::response_serializer<http::empty_body> writer(head);
-        http::write_header(stream, writer, ec);
-      } else {
-        http::response<http::string_body> answer{http::status::ok, 11};
-        answer.keep_alive(request.keep_alive());
-        if (request.target() == "/big") {
-          answer.body() = pattern(kBigBody);
-          answer.chunked(true);
-        } else {
-          answer.set(http::field::content_type, "application/json");
-          answer.body() = seen.dump();
-          answer.prepare_payload();
-        }
-        http::write(stream, answer, ec);
-      }
-      if (ec || !request.keep_alive()) return;
-    }
-  }
-
-  net::io_context io_;
-  ssl::context context_{ssl::context::tls_server};
-  net::ip::tcp::acceptor acceptor_{io_};
-  std::thread thread_;
-  std::mutex mutex_;
-  std::vector<json> requests_;
-};
 
 using ClientStream = ssl::stream<net::local::stream_protocol::socket>;
 
@@ -335,7 +242,7 @@ TEST_F(TlsInterceptTest, SetsTheSecretHeadersOnKeepAliveRequests) {
   EXPECT_EQ(alpn_, "http/1.1");
   ASSERT_EQ(answers.size(), 4U);
   for (const auto& answer : answers) EXPECT_EQ(answer.result_int(), 200U);
-  EXPECT_EQ(answers[2].body(), pattern(kBigBody));
+  EXPECT_EQ(answers[2].body(), pattern(HttpsEcho::kBigBody));
   const auto seen = upstream.requests();
   ASSERT_EQ(seen.size(), 5U);
   const std::string host = "api.test:" + std::to_string(upstream.port());
@@ -357,7 +264,7 @@ TEST_F(TlsInterceptTest, SetsTheSecretHeadersOnKeepAliveRequests) {
   EXPECT_EQ(result.status, 200U);
   EXPECT_EQ(result.end, "closed");
   EXPECT_GT(result.up, body.size());
-  EXPECT_GT(result.down, kBigBody);
+  EXPECT_GT(result.down, HttpsEcho::kBigBody);
   // The sandbox's own answers never carry the secret either (the echo is the upstream's).
   EXPECT_EQ(answers[2].body().find("sekrit"), std::string::npos);
   EXPECT_NE(log_lines_.str().find("egress intercept api.test"), std::string::npos)
