@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "sidecar/egress_http.h"
 #include "sidecar/sidecar_log.h"
 #include "sidecar/tls_client_hello.h"
 #include "sidecar/tunnel.h"
@@ -22,42 +23,6 @@ using boost::system::error_code;
 
 constexpr std::size_t kMaxLingerBytes = std::size_t{64} * 1024;
 constexpr std::chrono::milliseconds kLinger{1000};
-
-// A reason as an HTTP reason phrase: printable ASCII on one line, bounded (clients such as pip
-// print the phrase, so it is where the model reads why).
-std::string reasonPhrase(std::string_view reason) {
-  std::string phrase;
-  for (const char c : reason) {
-    if (phrase.size() >= 300) {
-      phrase += "...";
-      break;
-    }
-    const auto byte = static_cast<unsigned char>(c);
-    phrase += (byte >= 0x20 && byte < 0x7f) ? c : ' ';
-  }
-  return phrase;
-}
-
-std::string statusText(unsigned status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 403:
-      return "Forbidden";
-    case 411:
-      return "Length Required";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Error";
-  }
-}
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -75,22 +40,6 @@ bool hopByHop(const std::string& name, const std::vector<std::string>& connectio
   return std::find(kFields.begin(), kFields.end(), name) != kFields.end() ||
          std::find(connection_tokens.begin(), connection_tokens.end(), name) !=
              connection_tokens.end();
-}
-
-std::vector<std::string> connectionTokens(std::string_view value) {
-  std::vector<std::string> tokens;
-  while (!value.empty()) {
-    const auto comma = value.find(',');
-    auto token = value.substr(0, comma);
-    while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) {
-      token.remove_prefix(1);
-    }
-    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
-    if (!token.empty()) tokens.push_back(lower(token));
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
-  return tokens;
 }
 
 std::string authorityOf(const policy::Url& url) {
@@ -374,13 +323,7 @@ void EgressConnection::refuse(unsigned status, const std::string& reason, const 
   deadline_.cancel();
   error_code ignored;
   upstream_.close(ignored);
-  const std::string body = reason + "\n";
-  auto response = std::make_shared<std::string>(
-      "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) + ": " +
-      reasonPhrase(reason) +
-      "\r\nContent-Type: text/plain; charset=utf-8\r\nX-Sandbox-Egress: refused\r\n"
-      "Content-Length: " +
-      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  auto response = std::make_shared<std::string>(refusalResponse(status, reason));
   net::async_write(sandbox_, net::buffer(*response),
                    [self = shared_from_this(), response](error_code ec, std::size_t) {
                      if (ec) return self->closeSockets();

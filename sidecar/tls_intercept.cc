@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "common/text.h"
+#include "sidecar/egress_http.h"
 #include "sidecar/header_filter.h"
 #include "sidecar/sidecar_log.h"
 
@@ -65,42 +66,6 @@ bool isHttpError(const error_code& ec) {
 bool isEnd(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == net::error::eof ||
          ec == ssl::error::stream_truncated || ec == net::error::connection_reset;
-}
-
-// A reason as an HTTP reason phrase: printable ASCII on one line, bounded.
-std::string reasonPhrase(std::string_view reason) {
-  std::string phrase;
-  for (const char c : reason.substr(0, 300)) {
-    const auto byte = static_cast<unsigned char>(c);
-    phrase += (byte >= 0x20 && byte < 0x7f) ? c : ' ';
-  }
-  return phrase;
-}
-
-const char* statusText(unsigned status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 431:
-      return "Request Header Fields Too Large";
-    default:
-      return "Bad Gateway";
-  }
-}
-
-// The Connection header's tokens, lowercase.
-std::vector<std::string> connectionTokens(std::string_view value) {
-  std::vector<std::string> tokens;
-  std::string token;
-  for (const char c : std::string(value) + ",") {
-    if (c == ',') {
-      if (!token.empty()) tokens.push_back(token);
-      token.clear();
-    } else if (c != ' ' && c != '\t') {
-      token += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return tokens;
 }
 
 // Drops hop-by-hop fields (Transfer-Encoding stays: the serializer frames the body by it), the
@@ -431,13 +396,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     if (finished_) return;
     if (!sandbox_ready_ || response_head_sent_) return finish(reason);
     result_.status = status;
-    const std::string body = reason + "\n";
-    auto answer = std::make_shared<std::string>(
-        "HTTP/1.1 " + std::to_string(status) + " " + statusText(status) + ": " +
-        reasonPhrase(reason) +
-        "\r\nContent-Type: text/plain; charset=utf-8\r\nX-Sandbox-Egress: refused\r\n"
-        "Content-Length: " +
-        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    auto answer = std::make_shared<std::string>(refusalResponse(status, reason));
     error_code ignored;
     upstream_.lowest_layer().close(ignored);
     net::async_write(sandbox_, net::buffer(*answer),
