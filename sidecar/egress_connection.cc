@@ -303,12 +303,10 @@ void EgressConnection::intercept(const SecretHost& secret) {
   limits.max_duration = shared_->limits.max_connection;
   limits.budget = shared_->bytes_left;
   limits.max_header_bytes = shared_->limits.max_header_bytes;
-  std::string names;
-  for (const auto& header : secret.headers) names += (names.empty() ? "" : ", ") + header.name;
   startIntercept(
       TunnelSocket(std::move(sandbox_)), std::move(hello_), TunnelSocket(std::move(upstream_)),
       {request_.target.host, request_.target.port}, secret.headers, shared_->intercept_tls, limits,
-      [self = shared_from_this(), names](const InterceptResult& result) {
+      [self = shared_from_this(), names = secret.headerNames()](const InterceptResult& result) {
         const bool clean = result.end == "closed";
         std::string reason = self->request_.reason + "; " + std::to_string(result.requests) +
                              " request(s), secret headers set: " + names;

@@ -44,20 +44,20 @@ int main(int argc, char** argv) {
     auto policy = sidecar::loadPolicyFile(parsed.config->policy_file);
     auto audit =
         sidecar::AuditLog::open(parsed.config->audit_log_path, parsed.config->audit_log_max_bytes);
+    std::shared_ptr<const sidecar::SecretHeaders> secrets;
+    if (!parsed.config->secrets_file.empty()) {
+      secrets = std::make_shared<const sidecar::SecretHeaders>(
+          sidecar::SecretHeaders::load(parsed.config->secrets_file));
+    }
     // The egress proxy starts first: the MCP server waits for the MCP socket only, so once that
     // accepts, the proxy's socket and CA files are there too.
     std::optional<sidecar::EgressProxy> egress;
     if (!parsed.config->egress_listen_path.empty()) {
-      std::shared_ptr<const sidecar::SecretHeaders> secrets;
-      if (!parsed.config->egress_secrets_file.empty()) {
-        secrets = std::make_shared<const sidecar::SecretHeaders>(
-            sidecar::SecretHeaders::load(parsed.config->egress_secrets_file));
-      }
       egress.emplace(*parsed.config, sidecar::loadEgressRulesFile(parsed.config->egress_rules_file),
-                     audit, std::move(secrets));
+                     audit, secrets);
       egress->start();
     }
-    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit);
+    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit, std::move(secrets));
     server.start();
     if (parsed.config->exit_on_stdin_eof) {
       // Detached on purpose: it blocks in read() until the parent goes away, then asks the main

@@ -45,10 +45,50 @@ void denyWithJsonRpc(const HandlerContext& context, const InboundRequest& reques
   finishRecord(context, record, request);
 }
 
+// The operator's secret headers for the target, or nullptr. They travel only where nobody between
+// the relay and the upstream reads them: over TLS, or to a loopback address.
+struct SecretCheck {
+  const SecretHost* entry = nullptr;
+  std::string refusal;  // non-empty: the request must not go out
+};
+
+SecretCheck secretsFor(const HandlerContext& context, const policy::Url& url,
+                       const PinnedAddress& pin) {
+  SecretCheck check;
+  if (!context.secrets) return check;
+  check.entry = context.secrets->find(url.host, url.port);
+  if (check.entry == nullptr || url.scheme == "https") return check;
+  const auto address = policy::parseIpAddress(pin.address);
+  if (address && policy::classifyAddress(*address) == policy::AddressClass::kLoopback) {
+    return check;
+  }
+  check.refusal = "the operator's secret headers for " + url.host + ":" + std::to_string(url.port) +
+                  " go over https only, and this request is " + url.scheme + " to " + pin.address +
+                  "; ask for https://" + url.host +
+                  (url.port == 443 ? std::string() : ":" + std::to_string(url.port)) + " instead";
+  check.entry = nullptr;
+  return check;
+}
+
+// Each secret header replaces every field of its name the sandbox sent, whatever the case.
+void setSecretHeaders(HeaderList& headers, const SecretHost& entry) {
+  for (const auto& secret : entry.headers) {
+    std::erase_if(headers, [&](const auto& field) { return iequals(field.first, secret.name); });
+    headers.emplace_back(secret.name, secret.value);
+  }
+}
+
 void forward(const HandlerContext& context, const InboundRequest& request, ResponseSink& sink,
              const ResolvedTarget& target, const PinnedAddress& pin) {
+  const auto secrets = secretsFor(context, *target.url, pin);
+  if (!secrets.refusal.empty()) {
+    answerLocally(context, request, sink, kForbidden, "deny", secrets.refusal, target.rule->id,
+                  target.display_url);
+    return;
+  }
   ForwardRequest upstream{*target.url, pin.curl_resolve, request.method,
                           filterRequestHeaders(request.headers), request.body};
+  if (secrets.entry != nullptr) setSecretHeaders(upstream.headers, *secrets.entry);
   const auto result = forwardUpstream(upstream, context.upstream, sink);
   using Outcome = ForwardResult::Outcome;
   if (!result.head_sent && result.outcome != Outcome::kCompleted &&
@@ -62,6 +102,8 @@ void forward(const HandlerContext& context, const InboundRequest& request, Respo
   record.decision = "allow";
   record.rule = target.rule->id;
   record.reason = target.decision.reason + "; connected to " + pin.address;
+  if (secrets.entry != nullptr)
+    record.reason += "; secret headers set: " + secrets.entry->headerNames();
   if (result.outcome != Outcome::kCompleted) record.reason += "; " + result.error;
   record.status = result.head_sent ? result.status : 0;
   record.bytes = result.body_bytes;

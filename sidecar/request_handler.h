@@ -1,6 +1,6 @@
 // The checklist one request goes through, on a worker thread: resolve the target, check the
-// URL, resolve and pin the address, check the MCP body, forward, audit. Every exit writes one
-// audit line and gives the client an answer (unless it already left).
+// URL, resolve and pin the address, check the MCP body, set the secret headers, forward, audit.
+// Every exit writes one audit line and gives the client an answer (unless it already left).
 // Thread-safety: handleRequest is reentrant; HandlerContext is immutable and shared.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "sidecar/audit_log.h"
 #include "sidecar/header_filter.h"
 #include "sidecar/response_sink.h"
+#include "sidecar/secret_headers.h"
 #include "sidecar/upstream_forwarder.h"
 
 namespace sidecar {
@@ -23,6 +24,8 @@ struct HandlerContext {
   std::string session_id;
   UpstreamLimits upstream;
   std::vector<policy::Endpoint> denied_endpoints;  // the MCP server's own listeners
+  // Headers set on requests to the hosts it names (may be null), replacing the sandbox's.
+  std::shared_ptr<const SecretHeaders> secrets;
 };
 
 struct InboundRequest {

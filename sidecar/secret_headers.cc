@@ -158,16 +158,19 @@ const SecretHost* SecretHeaders::find(std::string_view host, std::uint16_t port)
   return nullptr;
 }
 
+std::string SecretHost::headerNames() const {
+  std::string names;
+  for (const auto& header : headers) names += (names.empty() ? "" : ", ") + header.name;
+  return names;
+}
+
 std::string SecretHeaders::toString() const {
   std::string out;
   for (const auto& entry : hosts) {
     if (!out.empty()) out += "; ";
     const bool v6 = entry.host.find(':') != std::string::npos;
-    out += (v6 ? "[" + entry.host + "]" : entry.host) + ":" + std::to_string(entry.port) + " [";
-    for (std::size_t i = 0; i < entry.headers.size(); ++i) {
-      out += (i == 0 ? "" : ", ") + entry.headers[i].name;
-    }
-    out += "]";
+    out += (v6 ? "[" + entry.host + "]" : entry.host) + ":" + std::to_string(entry.port) + " [" +
+           entry.headerNames() + "]";
   }
   return out;
 }

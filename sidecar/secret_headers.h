@@ -30,6 +30,9 @@ struct SecretHost {
   std::string host;  // canonical
   std::uint16_t port = 443;
   std::vector<SecretHeader> headers;  // never empty
+
+  // "Authorization, X-Api-Key": the names, for logs.
+  [[nodiscard]] std::string headerNames() const;
 };
 
 class SecretsError : public std::runtime_error {

@@ -106,9 +106,9 @@ const std::map<std::string_view, Setter>& setters() {
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--egress-max-connection-ms", v, c.egress_max_connection_ms);
        }},
-      {"--egress-secrets",
+      {"--secrets",
        [](SidecarConfig& c, std::string_view v) {
-         c.egress_secrets_file = v;
+         c.secrets_file = v;
          return std::string();
        }},
       {"--egress-upstream-ca",
@@ -146,10 +146,9 @@ std::string validate(const SidecarConfig& config) {
   if (!config.egress_listen_path.empty() && config.egress_listen_path == config.listen_path) {
     return "--egress-listen must differ from --listen";
   }
-  if (config.egress_listen_path.empty() &&
-      (!config.egress_secrets_file.empty() || !config.egress_upstream_ca_file.empty())) {
-    return "--egress-secrets and --egress-upstream-ca belong to the egress proxy; give "
-           "--egress-listen PATH --egress-rules FILE with them";
+  if (config.egress_listen_path.empty() && !config.egress_upstream_ca_file.empty()) {
+    return "--egress-upstream-ca belongs to the egress proxy; give --egress-listen PATH "
+           "--egress-rules FILE with it";
   }
   return {};
 }
@@ -196,15 +195,16 @@ std::string usageText() {
          "         [--max-body-bytes N] [--max-header-bytes N] [--upstream-connect-timeout-ms N]\n"
          "         [--upstream-idle-timeout-ms N] [--idle-timeout-ms N]\n"
          "         [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...\n"
-         "         [--audit-log-max-bytes N] [--exit-on-stdin-eof]\n"
+         "         [--audit-log-max-bytes N] [--secrets FILE] [--exit-on-stdin-eof]\n"
          "         [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]\n"
          "          [--egress-max-bytes N] [--egress-idle-timeout-ms N]\n"
          "          [--egress-max-connection-ms N]\n"
-         "          [--egress-secrets FILE] [--egress-upstream-ca FILE]]\n"
+         "          [--egress-upstream-ca FILE]]\n"
          "Relays HTTP/1.1 on the Unix socket PATH to the MCP servers the policy FILE allows.\n"
          "With --egress-listen, also serves a forward proxy (CONNECT, and absolute-form HTTP)\n"
-         "for the hosts the egress rules FILE allows; with --egress-secrets, CONNECTs to the\n"
-         "hosts it names are intercepted (a session CA) and get its headers.\n";
+         "for the hosts the egress rules FILE allows. With --secrets, requests to the hosts it\n"
+         "names get its headers: relayed MCP requests directly, CONNECTs by interception (a\n"
+         "session CA).\n";
 }
 
 }  // namespace sidecar

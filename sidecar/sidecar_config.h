@@ -51,9 +51,10 @@ struct SidecarConfig {
   std::uint64_t egress_max_bytes = std::uint64_t{8} * 1024 * 1024 * 1024;
   std::int64_t egress_idle_timeout_ms = 120'000;      // a connection where nothing moves
   std::int64_t egress_max_connection_ms = 3'600'000;  // a connection's whole life
-  // Secret headers (--egress-secrets FILE, secret_headers.h; 0600): CONNECTs to the hosts it
-  // names are intercepted with a session CA made at start (tls_intercept.h). Off when empty.
-  std::string egress_secrets_file;
+  // Secret headers (--secrets FILE, secret_headers.h; 0600) for the hosts it names: the MCP relay
+  // sets them on requests to those hosts, and the egress proxy intercepts CONNECTs to them with a
+  // session CA made at start (tls_intercept.h). Off when empty.
+  std::string secrets_file;
   // Extra PEM CA certificates trusted for intercepted upstreams, besides the system store
   // (--egress-upstream-ca FILE; an operator's internal CA, a test CA). Optional; unused
   // without secrets.
@@ -71,8 +72,7 @@ struct CommandLineResult {
 // [--idle-timeout-ms N] [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...
 // [--audit-log-max-bytes N] [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]
 // [--egress-max-bytes N] [--egress-idle-timeout-ms N] [--egress-max-connection-ms N]
-// [--egress-secrets FILE] [--egress-upstream-ca FILE]] [--exit-on-stdin-eof]` (args excludes
-// argv[0]).
+// [--egress-upstream-ca FILE]] [--secrets FILE] [--exit-on-stdin-eof]` (args excludes argv[0]).
 [[nodiscard]] CommandLineResult parseCommandLine(const std::vector<std::string_view>& args);
 
 [[nodiscard]] std::string usageText();

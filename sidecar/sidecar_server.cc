@@ -93,11 +93,13 @@ struct SidecarServer::Impl {
 };
 
 SidecarServer::SidecarServer(SidecarConfig config, std::shared_ptr<const policy::Policy> policy,
-                             std::shared_ptr<AuditLog> audit) {
+                             std::shared_ptr<AuditLog> audit,
+                             std::shared_ptr<const SecretHeaders> secrets) {
   initCurlOnce();
   HandlerContext handler;
   handler.policy = std::move(policy);
   handler.audit = std::move(audit);
+  handler.secrets = std::move(secrets);
   handler.session_id = config.session_id;
   handler.upstream.connect_timeout_ms = config.upstream_connect_timeout_ms;
   handler.upstream.idle_timeout_ms = config.upstream_idle_timeout_ms;

@@ -9,14 +9,17 @@
 
 #include "policy/policy.h"
 #include "sidecar/audit_log.h"
+#include "sidecar/secret_headers.h"
 #include "sidecar/sidecar_config.h"
 
 namespace sidecar {
 
 class SidecarServer {
  public:
+  // `secrets` (may be null): headers set on relayed requests to the hosts it names.
   SidecarServer(SidecarConfig config, std::shared_ptr<const policy::Policy> policy,
-                std::shared_ptr<AuditLog> audit);
+                std::shared_ptr<AuditLog> audit,
+                std::shared_ptr<const SecretHeaders> secrets = nullptr);
   ~SidecarServer();  // stop()
   SidecarServer(const SidecarServer&) = delete;
   SidecarServer& operator=(const SidecarServer&) = delete;

@@ -36,6 +36,7 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 constexpr std::chrono::milliseconds kShutdownGrace{500};
+constexpr std::size_t kWatchBytes = 4096;  // the watch's read, the answer's first bytes
 constexpr std::string_view kHttp11Alpn = "\x08http/1.1";
 
 // Picks http/1.1 from the sandbox's ALPN list; without it, no ALPN (the client speaks HTTP/1.1
@@ -183,7 +184,35 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
       return answerAndClose(502, "cannot reach " + authority(target_) + " over TLS: " + why);
     }
     touch();
+    watchUpstream();
     readRequest();
+  }
+
+  // The upstream's side is read at all times: between requests, bytes or an end mean the
+  // upstream closed its idle keep-alive connection (or answers nothing asked, a 408), and the
+  // sandbox's connection is closed too, so its client opens a new one for the next request
+  // instead of getting a 502. During a request, the bytes are the answer's first, left in
+  // upstream_buffer_ for the response parser.
+  void watchUpstream() {
+    watching_ = true;
+    upstream_.async_read_some(upstream_buffer_.prepare(kWatchBytes),
+                              [self = shared_from_this()](error_code ec, std::size_t n) {
+                                self->onUpstreamWatch(ec, n);
+                              });
+  }
+
+  void onUpstreamWatch(const error_code& ec, std::size_t n) {
+    watching_ = false;
+    if (finished_) return;
+    upstream_buffer_.commit(n);
+    if (!in_request_) {
+      log().debug("egress intercept {}: the upstream {} between requests; closing",
+                  authority(target_), ec ? "closed its connection" : "sent bytes nobody asked for");
+      return finish("closed");
+    }
+    if (ec) upstream_end_ = ec;
+    touch();
+    if (awaiting_response_) readResponseHead();
   }
 
   void readRequest() {
@@ -206,6 +235,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     if (isHttpError(ec)) return answerAndClose(400, "not an HTTP/1.1 request: " + ec.message());
     if (ec) return finish("reading from the sandbox: " + ec.message());
     touch();
+    in_request_ = true;
     auto& head = request_->get();
     const std::string_view target(head.target().data(), head.target().size());
     if (head.method() == http::verb::connect || (target != "*" && !target.starts_with("/"))) {
@@ -265,6 +295,17 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     response_->header_limit(static_cast<std::uint32_t>(limits_.max_response_header_bytes));
     response_->body_limit(boost::none);
     if (head_request_) response_->skip(true);
+    awaiting_response_ = true;
+    if (!watching_) readResponseHead();  // else the watch's read calls it when bytes come
+  }
+
+  void readResponseHead() {
+    awaiting_response_ = false;
+    if (upstream_end_) {
+      return answerAndClose(502, "no answer from " + authority(target_) +
+                                     ": the upstream closed the connection (" +
+                                     upstream_end_->message() + ")");
+    }
     http::async_read_header(
         upstream_, upstream_buffer_, *response_,
         [self = shared_from_this()](error_code ec, std::size_t) { self->onResponseHead(ec); });
@@ -321,7 +362,10 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
   void answered() {
     if (finished_) return;
     response_head_sent_ = false;
+    in_request_ = false;
     if (!keep_alive_) return finish("closed");
+    if (upstream_buffer_.size() > 0) return onUpstreamWatch({}, 0);  // bytes after the answer
+    watchUpstream();
     readRequest();
   }
 
@@ -484,6 +528,10 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
   bool keep_alive_ = true;
   bool response_head_sent_ = false;
   bool finished_ = false;
+  bool watching_ = false;                   // watchUpstream's read is under way
+  bool in_request_ = false;                 // from a request's head to the end of its answer
+  bool awaiting_response_ = false;          // readResponse waits for the watch's read
+  std::optional<error_code> upstream_end_;  // how the watch's read ended during a request
 };
 
 }  // namespace

@@ -100,13 +100,12 @@ std::vector<std::string> sidecarArguments(const SidecarSpec& spec,
     args.insert(args.end(),
                 {"--egress-listen", relative(spec.socket_dir) + "/" + spec.egress_socket_name,
                  "--egress-rules", relative(spec.egress_rules_file)});
-    if (!spec.egress_secrets_file.empty()) {
-      args.insert(args.end(), {"--egress-secrets", relative(spec.egress_secrets_file)});
-    }
     if (!spec.egress_upstream_ca_file.empty()) {
       args.insert(args.end(), {"--egress-upstream-ca", relative(spec.egress_upstream_ca_file)});
     }
   }
+  if (!spec.secrets_file.empty())
+    args.insert(args.end(), {"--secrets", relative(spec.secrets_file)});
   args.insert(args.end(), spec.limit_flags.begin(), spec.limit_flags.end());
   return args;
 }

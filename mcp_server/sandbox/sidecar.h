@@ -24,9 +24,10 @@ struct SidecarSpec {
   // socket is <socket_dir>/<egress_socket_name>.
   std::string egress_rules_file;
   std::string egress_socket_name = "egress.sock";
-  // Secret headers for named hosts (<directory>/secrets.json, 0600, the relay's own) and extra CA
-  // certificates for those upstreams (<directory>/upstream-ca.pem); empty: none.
-  std::string egress_secrets_file;
+  // Secret headers for named hosts (<directory>/secrets.json, 0600, the relay's own; the MCP relay
+  // and the egress proxy set them) and extra CA certificates for the proxy's upstreams
+  // (<directory>/upstream-ca.pem); empty: none.
+  std::string secrets_file;
   std::string egress_upstream_ca_file;
   std::vector<std::string> limit_flags;  // e.g. {"--upstream-idle-timeout-ms", "60000"}
 };

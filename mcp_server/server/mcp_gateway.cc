@@ -102,7 +102,7 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        const std::vector<policy::Endpoint>& server_endpoints,
                        const SessionMetrics* metrics,
                        std::shared_ptr<const policy::EgressPolicy> egress,
-                       const nlohmann::json& egress_secrets, const std::string& egress_upstream_ca)
+                       const nlohmann::json& secrets, const std::string& egress_upstream_ca)
     : launcher_(launcher),
       directory_(std::move(directory)),
       policy_(policy ? std::move(policy) : std::make_shared<const policy::Policy>()),
@@ -128,19 +128,19 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
   if (egress_) {
     spec_.egress_rules_file = spec_.directory + "/egress.json";
     writeRulesFile(spec_.egress_rules_file, policy::toJson(*egress_));
-    writeSecrets(egress_secrets, egress_upstream_ca);
   }
+  writeSecrets(secrets, egress_upstream_ca);
 }
 
 void McpGateway::writeSecrets(const nlohmann::json& secrets, const std::string& upstream_ca) {
   if (secrets.empty()) return;
-  spec_.egress_secrets_file = spec_.directory + "/secrets.json";
-  writePrivateFile(spec_.egress_secrets_file, secrets.dump(), spec_.directory);
+  spec_.secrets_file = spec_.directory + "/secrets.json";
+  writePrivateFile(spec_.secrets_file, secrets.dump(), spec_.directory);
   for (const auto& entry : secrets) {
     secret_hosts_.push_back(entry.at("host").get<std::string>() + ":" +
                             std::to_string(entry.at("port").get<int>()));
   }
-  if (upstream_ca.empty()) return;
+  if (upstream_ca.empty() || !egress_) return;
   spec_.egress_upstream_ca_file = spec_.directory + "/upstream-ca.pem";
   std::error_code ec;
   std::filesystem::copy_file(upstream_ca, spec_.egress_upstream_ca_file,
@@ -285,11 +285,11 @@ nlohmann::json McpGateway::stats() {
                           {"allowed", tally_.allowed()},
                           {"denied", tally_.denied()},
                           {"errors", tally_.errors()},
-                          {"audit_dropped", auditDropped()}}}};
+                          {"audit_dropped", auditDropped()}}},
+                        {"secret_hosts", secret_hosts_}};
   if (egress_) {
     const auto& egress = tally_.egress();
     out["egress"] = {{"allow", egressRulesText(*egress_)},
-                     {"secret_hosts", secret_hosts_},
                      {"allowed", egress.allowed},
                      {"denied", egress.denied},
                      {"errors", egress.errors},

@@ -43,7 +43,9 @@ class McpGateway {
   // that reaches one of `server_endpoints` (the server's own listeners) is refused here, and the
   // relay is told to refuse them after DNS too.
   // A non-empty `egress` also has the relay serve the session's egress proxy (its limits among
-  // `limit_flags`); `policy` may then have no rules.
+  // `limit_flags`); `policy` may then have no rules. A non-empty `secrets` (resolveSecrets) has
+  // the relay set those headers, on MCP requests and through the proxy; `egress_upstream_ca`
+  // is the proxy's extra trust for them.
   McpGateway(sandbox::SidecarLauncher& launcher,
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
              std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags,
@@ -51,7 +53,7 @@ class McpGateway {
              const std::vector<policy::Endpoint>& server_endpoints = {},
              const SessionMetrics* metrics = nullptr,
              std::shared_ptr<const policy::EgressPolicy> egress = nullptr,
-             const nlohmann::json& egress_secrets = nlohmann::json::array(),
+             const nlohmann::json& secrets = nlohmann::json::array(),
              const std::string& egress_upstream_ca = {});
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
@@ -66,9 +68,13 @@ class McpGateway {
   // Whether the relay serves MCP servers (an mcp_allowlist) and an egress proxy.
   [[nodiscard]] bool servesMcp() const noexcept { return !policy_->rules.empty(); }
   [[nodiscard]] bool servesEgress() const noexcept { return egress_ != nullptr; }
-  // Whether the proxy sets secret headers for some hosts (it then ends TLS for them with a
-  // session CA the sandbox must trust: ca-bundle.pem and egress-ca.pem in the socket directory).
+  // Whether the relay sets secret headers for some hosts.
   [[nodiscard]] bool setsSecretHeaders() const noexcept { return !secret_hosts_.empty(); }
+  // Whether the proxy ends TLS for some hosts (to set their secret headers) with a session CA the
+  // sandbox must trust: ca-bundle.pem and egress-ca.pem in the socket directory.
+  [[nodiscard]] bool interceptsTls() const noexcept {
+    return servesEgress() && setsSecretHeaders();
+  }
   // The egress proxy's socket, as the sandbox sees it under kMcpSocketMount's directory.
   [[nodiscard]] const std::string& egressSocketName() const noexcept {
     return spec_.egress_socket_name;
@@ -79,8 +85,8 @@ class McpGateway {
   std::optional<std::string> ensureRunning();
 
   // {"allowlist", "sidecar": {"mode", "running", "restarts", "allowed", "denied", "errors",
-  // "audit_dropped" (lines the size-capped audit log dropped)}, and with egress "egress":
-  // {"allow", "secret_hosts", "allowed", "denied", "errors", "bytes_up", "bytes_down"}}
+  // "audit_dropped" (lines the size-capped audit log dropped)}, "secret_hosts" (["host:port"]),
+  // and with egress "egress": {"allow", "allowed", "denied", "errors", "bytes_up", "bytes_down"}}
   [[nodiscard]] nlohmann::json stats();
 
   // Reads what the relay appended to its audit log since the last read, so the decisions are

@@ -1,5 +1,6 @@
 #include "server/session_egress.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -60,17 +61,28 @@ std::string secretValue(const nlohmann::json& source, const std::string& where) 
   return source.value("prefix", std::string()) + value;
 }
 
+bool namesMcpServer(const policy::Policy* mcp_policy, const policy::Url& url) {
+  if (mcp_policy == nullptr) return false;
+  return std::any_of(mcp_policy->rules.begin(), mcp_policy->rules.end(), [&](const auto& rule) {
+    return rule.base.host == url.host && rule.base.port == url.port;
+  });
+}
+
 }  // namespace
 
 nlohmann::json resolveSecrets(const config::EgressConfig& config,
-                              const policy::EgressPolicy& session_rules) {
+                              const policy::EgressPolicy* egress_rules,
+                              const policy::Policy* mcp_policy) {
   auto out = nlohmann::json::array();
   for (std::size_t i = 0; i < config.secrets.size(); ++i) {
     const auto& entry = config.secrets[i];
     const auto host = entry.value("host", std::string());
     const auto port = entry.value("port", 443);
     const auto url = policy::parseUrl("https://" + host + ":" + std::to_string(port) + "/");
-    if (!url.url || policy::findEgressRule(session_rules, *url.url) == nullptr) continue;
+    if (!url.url) continue;
+    const bool by_egress =
+        egress_rules != nullptr && policy::findEgressRule(*egress_rules, *url.url) != nullptr;
+    if (!by_egress && !namesMcpServer(mcp_policy, *url.url)) continue;
     nlohmann::json headers = nlohmann::json::object();
     for (const auto& [name, source] : entry.at("headers").items()) {
       headers[name] =

@@ -44,7 +44,7 @@ void mountRelaySocket(sandbox::SandboxSpec& spec, const McpGateway& gateway,
   for (const char* name : {"NO_PROXY", "no_proxy"}) {
     spec.environment.emplace(name, "localhost,127.0.0.1,::1");
   }
-  if (!gateway.setsSecretHeaders()) return;
+  if (!gateway.interceptsTls()) return;
   // The proxy ends TLS for the hosts with secret headers with the session's CA (which the relay
   // writes next to its socket): clients trust it beside the system's CAs.
   const std::string bundle = std::string(kMcpSocketMount) + "/ca-bundle.pem";
@@ -266,7 +266,8 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
       services_.server_endpoints ? services_.server_endpoints->get()
                                  : std::vector<policy::Endpoint>{},
       &metrics(), egress ? options.egress_policy : nullptr,
-      egress ? resolveSecrets(config_.egress, *options.egress_policy) : nlohmann::json::array(),
+      resolveSecrets(config_.egress, egress ? options.egress_policy.get() : nullptr,
+                     mcp ? options.mcp_policy.get() : nullptr),
       config_.egress.upstream_ca_file);
 }
 

@@ -13,7 +13,9 @@ import { connectStdio, containersOfSession } from './harness.mjs';
 import { call } from './flow.mjs';
 import https from 'node:https';
 import crypto from 'node:crypto';
+import http from 'node:http';
 import { makeCertificates, startPackageIndex } from './package_index.mjs';
+import { startEverything, startHttp } from './upstreams.mjs';
 
 const PYTHON_PACKAGES = [
   { name: 'egress-alpha', version: '1.0', source: 'VALUE = "alpha"\n', requires: ['egress-beta>=1'] },
@@ -197,14 +199,46 @@ async function startRecordingUpstream() {
   };
 }
 
+// server-everything behind a door that records the Authorization header and lets in only the
+// operator's token: an MCP server that needs credentials the sandbox must never see.
+async function startGuardedEverything(token) {
+  const everything = await startEverything();
+  const seen = [];
+  const door = await startHttp((req, res) => {
+    seen.push(req.headers.authorization ?? null);
+    if (req.headers.authorization !== `Bearer ${token}`) {
+      req.resume();
+      res.writeHead(401, { 'Content-Type': 'text/plain' });
+      res.end('a bearer token is required');
+      return;
+    }
+    const headers = { ...req.headers, host: `127.0.0.1:${everything.port}` };
+    const inner = http.request(
+      { host: '127.0.0.1', port: everything.port, path: req.url, method: req.method, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    inner.on('error', () => res.destroy());
+    req.pipe(inner);
+  });
+  return {
+    url: door.url('/mcp'), port: door.port, seen,
+    stop: async () => { await door.stop(); await everything.stop(); },
+  };
+}
+
 describe('egress secrets', () => {
   let upstream;
+  let guarded;
   let config;
   let server;
   let secretDir;
   const token = `tok-${crypto.randomBytes(16).toString('hex')}`;
   before(async () => {
     upstream = await startRecordingUpstream();
+    guarded = await startGuardedEverything(token);
     secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-mcp-secret-'));
     const tokenFile = path.join(secretDir, 'token');
     fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
@@ -212,21 +246,56 @@ describe('egress secrets', () => {
       egress: {
         enabled: true,
         allow: [`127.0.0.1:${upstream.port}`],
-        secrets: [{ host: '127.0.0.1', port: upstream.port,
-          headers: { Authorization: { file: tokenFile, prefix: 'Bearer ' } } }],
+        secrets: [
+          { host: '127.0.0.1', port: upstream.port,
+            headers: { Authorization: { file: tokenFile, prefix: 'Bearer ' } } },
+          { host: '127.0.0.1', port: guarded.port,
+            headers: { Authorization: { file: tokenFile, prefix: 'Bearer ' } } },
+        ],
         upstream_ca_file: upstream.caFile,
       },
       // The tests run the sanitizer build, whose allocator keeps freed memory in quarantine: the
       // relay making the session CA and loading the system CAs outgrows the default 64 MiB.
-      mcp: { sidecar: { memory_mib: 256 } },
+      mcp: { allowlist: [`http://127.0.0.1:${guarded.port}/`], sidecar: { memory_mib: 256 } },
     });
     server = await connectStdio(['--config', config.file]);
   });
   after(async () => {
     await server?.client.close();
     await upstream?.close();
+    await guarded?.stop();
     config?.remove();
     fs.rmSync(secretDir, { recursive: true, force: true });
+  });
+
+  test('the MCP relay calls an allowlisted server with the operator\'s token', async () => {
+    // No egress: the session reaches the server through the MCP relay only, and neither the
+    // client library in the sandbox nor its environment holds the token.
+    const res = await call(server.client, 'run_code', {
+      mcp_allowlist: [guarded.url],
+      code: `
+import json, os
+from sandbox_mcp import connect
+c = connect(${JSON.stringify(guarded.url)})
+echo = c.call_tool("echo", {"message": "with the operator's token"})
+secret = "${token.slice(0, 12)}" + "${token.slice(12)}"
+print(json.dumps({"echo": echo, "env_holds": any(secret in v for v in os.environ.values()),
+                  "proxy": os.environ.get("HTTPS_PROXY")}))
+`,
+    });
+    assert.ok(!res.isError, res.content[0].text);
+    const sc = res.structuredContent;
+    assert.equal(sc.status, 'success', sc.stderr);
+    const out = JSON.parse(sc.stdout.trim().split('\n').pop());
+    assert.match(JSON.stringify(out.echo.content), /with the operator's token/);
+    assert.equal(out.env_holds, false);
+    assert.equal(out.proxy, null, 'a session without egress has no proxy');
+    assert.ok(guarded.seen.length >= 2, `the server saw ${guarded.seen.length} request(s)`);
+    assert.ok(guarded.seen.every((h) => h === `Bearer ${token}`), JSON.stringify(guarded.seen));
+    const stats = await call(server.client, 'get_session_stats', { session_id: sc.session_id });
+    assert.deepEqual(stats.structuredContent.mcp.secret_hosts, [`127.0.0.1:${guarded.port}`]);
+    assert.equal(stats.structuredContent.mcp.egress, undefined);
+    assert.ok(!JSON.stringify(stats).includes(token), 'get_session_stats shows the secret');
   });
 
   test('the proxy sets the header; the sandbox holds the secret nowhere', async () => {
@@ -303,7 +372,7 @@ print(json.dumps({"answers": answers, "hits": hits, "regions": regions,
     const stats = await call(server.client, 'get_session_stats', { session_id: sc.session_id });
     const text = JSON.stringify(stats);
     assert.ok(!text.includes(token), 'get_session_stats shows the secret');
-    assert.deepEqual(stats.structuredContent.mcp.egress.secret_hosts, [`127.0.0.1:${upstream.port}`]);
+    assert.deepEqual(stats.structuredContent.mcp.secret_hosts, [`127.0.0.1:${upstream.port}`]);
     assert.ok(!server.stderr.join('').includes(token), 'the server log holds the secret');
   });
 });

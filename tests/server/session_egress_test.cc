@@ -207,7 +207,7 @@ TEST(EgressSecrets, ValuesComeFromTheEnvironmentOrAFileAndOnlyForHostsTheSession
           {"X-Api-Key", {{"file", file.string()}}}}}},
        {{"host", "other.example.com"}, {"headers", {{"X-Key", {{"env", "EGRESS_TEST_TOKEN"}}}}}}}));
   const auto everything = server::sessionEgress(true, config);
-  const auto secrets = server::resolveSecrets(config, *everything);
+  const auto secrets = server::resolveSecrets(config, everything.get(), nullptr);
   ASSERT_EQ(secrets.size(), 1u) << secrets.dump();  // other.example.com is not in the rules
   EXPECT_EQ(secrets[0]["host"], "api.example.com");
   EXPECT_EQ(secrets[0]["port"], 443);
@@ -215,8 +215,27 @@ TEST(EgressSecrets, ValuesComeFromTheEnvironmentOrAFileAndOnlyForHostsTheSession
   EXPECT_EQ(secrets[0]["headers"]["X-Api-Key"], "s3cret-file");  // the trailing newline dropped
   // A session narrowed to pypi.org gets none.
   const auto narrowed = server::sessionEgress({{"allow", {"pypi.org"}}}, config);
-  EXPECT_TRUE(server::resolveSecrets(config, *narrowed).empty());
+  EXPECT_TRUE(server::resolveSecrets(config, narrowed.get(), nullptr).empty());
   std::filesystem::remove(file);
+}
+
+TEST(EgressSecrets, AnMcpServerTheAllowlistNamesGetsItsHostsSecretsWithoutEgress) {
+  ::setenv("EGRESS_TEST_TOKEN", "s3cret-env", 1);
+  auto config = withSecrets(json::array(
+      {{{"host", "mcp.example.com"},
+        {"headers", {{"Authorization", {{"env", "EGRESS_TEST_TOKEN"}}}}}},
+       {{"host", "mcp.example.com"},
+        {"port", 8443},
+        {"headers", {{"X-Other-Port", {{"env", "EGRESS_TEST_TOKEN"}}}}}},
+       {{"host", "api.example.com"}, {"headers", {{"X-Key", {{"env", "EGRESS_TEST_TOKEN"}}}}}}}));
+  config.enabled = false;  // the MCP relay needs no egress
+  const auto mcp = policy::loadPolicy(json::array({"https://mcp.example.com/mcp"}));
+  const auto secrets = server::resolveSecrets(config, nullptr, mcp.get());
+  ASSERT_EQ(secrets.size(), 1u) << secrets.dump();  // not port 8443, not api.example.com
+  EXPECT_EQ(secrets[0]["host"], "mcp.example.com");
+  EXPECT_EQ(secrets[0]["port"], 443);
+  EXPECT_EQ(secrets[0]["headers"]["Authorization"], "s3cret-env");
+  EXPECT_TRUE(server::resolveSecrets(config, nullptr, nullptr).empty());
 }
 
 TEST(EgressSecrets, AMissingSourceNamesTheVariableOrFileNeverAValue) {
@@ -225,7 +244,7 @@ TEST(EgressSecrets, AMissingSourceNamesTheVariableOrFileNeverAValue) {
       json::array({{{"host", "api.example.com"},
                     {"headers", {{"Authorization", {{"env", "EGRESS_TEST_ABSENT"}}}}}}}));
   try {
-    (void)server::resolveSecrets(config, *server::sessionEgress(true, config));
+    (void)server::resolveSecrets(config, server::sessionEgress(true, config).get(), nullptr);
     FAIL() << "a missing variable was accepted";
   } catch (const sandbox::SandboxError& e) {
     EXPECT_NE(std::string(e.what()).find("EGRESS_TEST_ABSENT"), std::string::npos) << e.what();
@@ -262,18 +281,45 @@ TEST(EgressSecrets, TheGatewayWritesThemForTheRelayOnlyAndNamesNoValue) {
                                "s1", nullptr, {}, {}, {}, nullptr,
                                server::sessionEgress(true, enabled()), secrets);
     EXPECT_TRUE(gateway.setsSecretHeaders());
+    EXPECT_TRUE(gateway.interceptsTls());
     gateway.start();
-    const auto& file = launcher.launched.egress_secrets_file;
+    const auto& file = launcher.launched.secrets_file;
     ASSERT_FALSE(file.empty());
     EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::all,
               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     std::ifstream in(file);
     EXPECT_EQ(json::parse(in), secrets);
     const auto args = sandbox::sidecarArguments(launcher.launched, "/session");
-    EXPECT_NE(std::find(args.begin(), args.end(), "/session/secrets.json"), args.end());
+    const auto flag = std::find(args.begin(), args.end(), "--secrets");
+    ASSERT_NE(flag, args.end());
+    EXPECT_EQ(*std::next(flag), "/session/secrets.json");
+    EXPECT_EQ(gateway.stats()["secret_hosts"], json::array({"api.example.com:443"}));
     const auto stats = gateway.stats().dump();
     EXPECT_NE(stats.find("api.example.com:443"), std::string::npos) << stats;
     EXPECT_EQ(stats.find("Bearer v"), std::string::npos) << stats;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(EgressSecrets, AnMcpOnlyGatewayPassesTheSecretsButInterceptsNothing) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mcp-secrets-gw-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  RecordingLauncher launcher;
+  const json secrets = json::array(
+      {{{"host", "mcp.example.com"}, {"port", 443}, {"headers", {{"Authorization", "Bearer v"}}}}});
+  {
+    server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir.string()),
+                               "s1", policy::loadPolicy(json::array({"https://mcp.example.com/"})),
+                               {}, {}, {}, nullptr, nullptr, secrets, "/nonexistent/ca.pem");
+    EXPECT_TRUE(gateway.setsSecretHeaders());
+    EXPECT_FALSE(gateway.interceptsTls());
+    gateway.start();
+    EXPECT_FALSE(launcher.launched.secrets_file.empty());
+    EXPECT_TRUE(launcher.launched.egress_upstream_ca_file.empty());  // only the proxy uses it
+    const auto args = sandbox::sidecarArguments(launcher.launched, "/session");
+    EXPECT_NE(std::find(args.begin(), args.end(), "--secrets"), args.end());
+    EXPECT_EQ(std::find(args.begin(), args.end(), "--egress-listen"), args.end());
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
 }

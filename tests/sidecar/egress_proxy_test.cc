@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "audit_lines.h"
 #include "test_upstream.h"
 
 namespace {
@@ -182,18 +183,9 @@ class EgressProxyTest : public ::testing::Test {
     proxy_->start();
   }
 
-  // The audit lines so far, waiting briefly for `count` (a line is written when a connection
-  // ends, on the proxy's thread).
+  // The audit lines so far, waiting briefly for `count`.
   std::vector<json> audit(std::size_t count) {
-    std::vector<json> lines;
-    for (int i = 0; i < 200; ++i) {
-      lines.clear();
-      std::ifstream in(audit_path_);
-      for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-      if (lines.size() >= count) break;
-      std::this_thread::sleep_for(10ms);
-    }
-    return lines;
+    return sidecar_test::waitForAuditLines(audit_path_, count);
   }
 
   [[nodiscard]] std::string socket() const { return config_.egress_listen_path; }

@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "audit_lines.h"
 #include "common/text.h"
 #include "https_echo.h"
 #include "sidecar/egress_ca_files.h"
@@ -183,15 +184,7 @@ class EgressSecretsTest : public ::testing::Test {
 
   // The audit lines so far, waiting briefly for `count`.
   std::vector<json> audit(std::size_t count) {
-    std::vector<json> lines;
-    for (int i = 0; i < 300; ++i) {
-      lines.clear();
-      std::ifstream in(audit_path_);
-      for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-      if (lines.size() >= count) break;
-      std::this_thread::sleep_for(10ms);
-    }
-    return lines;
+    return sidecar_test::waitForAuditLines(audit_path_, count);
   }
 
   [[nodiscard]] std::filesystem::path runDir() const { return dir_ / "run"; }

@@ -55,7 +55,7 @@ void serveConnection(ssl::stream<net::ip::tcp::socket>& stream, std::mutex& mute
       }
       http::write(stream, answer, ec);
     }
-    if (ec || !request.keep_alive()) return;
+    if (ec || !request.keep_alive() || request.target() == "/then-close") return;
   }
 }
 

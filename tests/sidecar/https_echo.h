@@ -1,7 +1,8 @@
 // An HTTPS upstream for the sidecar's TLS tests: 127.0.0.1 (port 0), a certificate for `name`
 // minted by a test SessionCa. Every request gets 200 with a JSON echo of it ({"method", "target",
 // "headers": [[name, value]...], "body"}); GET /big gets kBigBody bytes (pattern()) chunked; HEAD
-// gets a head with Content-Length only. One connection at a time, on its own thread.
+// gets a head with Content-Length only; GET /then-close is answered keep-alive and the connection
+// then closed (an upstream's keep-alive timeout). One connection at a time, on its own thread.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -49,31 +49,34 @@ TEST(SidecarConfig, RejectsMissingUnknownAndInvalidFlagsWithAHint) {
             std::string::npos);
 }
 
-TEST(SidecarConfig, ParsesTheEgressSecretsAndTheUpstreamCa) {
+TEST(SidecarConfig, ParsesTheSecretsAndTheUpstreamCa) {
   const auto result =
       parseCommandLine({"--listen", "/run/mcp/mcp.sock", "--policy", "p.json", "--egress-listen",
-                        "/run/mcp/egress.sock", "--egress-rules", "r.json", "--egress-secrets",
+                        "/run/mcp/egress.sock", "--egress-rules", "r.json", "--secrets",
                         "/s/secrets.json", "--egress-upstream-ca", "/s/internal-ca.pem"});
   ASSERT_TRUE(result.config) << result.error;
-  EXPECT_EQ(result.config->egress_secrets_file, "/s/secrets.json");
+  EXPECT_EQ(result.config->secrets_file, "/s/secrets.json");
   EXPECT_EQ(result.config->egress_upstream_ca_file, "/s/internal-ca.pem");
   const auto defaults = parseCommandLine({"--listen", "/tmp/s.sock", "--policy", "p.json"});
   ASSERT_TRUE(defaults.config) << defaults.error;
-  EXPECT_TRUE(defaults.config->egress_secrets_file.empty());
+  EXPECT_TRUE(defaults.config->secrets_file.empty());
   EXPECT_TRUE(defaults.config->egress_upstream_ca_file.empty());
 }
 
-TEST(SidecarConfig, EgressSecretsAndUpstreamCaNeedTheEgressProxy) {
-  for (const char* flag : {"--egress-secrets", "--egress-upstream-ca"}) {
-    const auto result = parseCommandLine({"--listen", "/tmp/s", "--policy", "p", flag, "/f"});
-    EXPECT_FALSE(result.config) << flag;
-    EXPECT_NE(result.error.find("give --egress-listen PATH --egress-rules FILE"), std::string::npos)
-        << result.error;
-  }
-  EXPECT_NE(parseCommandLine({"--listen", "/tmp/s", "--policy", "p", "--egress-secrets"})
-                .error.find("--egress-secrets needs a value"),
+TEST(SidecarConfig, SecretsServeTheMcpRelayAloneButTheUpstreamCaNeedsTheEgressProxy) {
+  const auto relay_only =
+      parseCommandLine({"--listen", "/tmp/s", "--policy", "p", "--secrets", "/s/secrets.json"});
+  ASSERT_TRUE(relay_only.config) << relay_only.error;
+  EXPECT_EQ(relay_only.config->secrets_file, "/s/secrets.json");
+  const auto ca =
+      parseCommandLine({"--listen", "/tmp/s", "--policy", "p", "--egress-upstream-ca", "/f"});
+  EXPECT_FALSE(ca.config);
+  EXPECT_NE(ca.error.find("give --egress-listen PATH --egress-rules FILE"), std::string::npos)
+      << ca.error;
+  EXPECT_NE(parseCommandLine({"--listen", "/tmp/s", "--policy", "p", "--secrets"})
+                .error.find("--secrets needs a value"),
             std::string::npos);
-  EXPECT_NE(sidecar::usageText().find("--egress-secrets FILE"), std::string::npos);
+  EXPECT_NE(sidecar::usageText().find("--secrets FILE"), std::string::npos);
   EXPECT_NE(sidecar::usageText().find("--egress-upstream-ca FILE"), std::string::npos);
 }
 

@@ -3,20 +3,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <thread>
 #include <utility>
 
 #include "../support/http_header_line.h"
+#include "audit_lines.h"
 #include "sidecar/audit_log.h"
 
 namespace relay_test {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using namespace std::chrono_literals;
 
 class CurlGlobal {
  public:
@@ -110,17 +105,7 @@ Reply SidecarRelay::perform(const Call& call) {
 }
 
 std::vector<json> SidecarRelay::auditLines(std::size_t count) {
-  std::vector<json> lines;
-  const auto deadline = Clock::now() + 5s;
-  do {
-    lines.clear();
-    std::ifstream in(config_.audit_log_path);
-    std::string line;
-    while (std::getline(in, line)) lines.push_back(json::parse(line));
-    if (lines.size() >= count) break;
-    std::this_thread::sleep_for(20ms);
-  } while (Clock::now() < deadline);
-  return lines;
+  return sidecar_test::waitForAuditLines(config_.audit_log_path, count);
 }
 
 }  // namespace relay_test

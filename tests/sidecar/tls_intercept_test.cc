@@ -22,12 +22,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -269,6 +271,32 @@ TEST_F(TlsInterceptTest, SetsTheSecretHeadersOnKeepAliveRequests) {
   EXPECT_EQ(answers[2].body().find("sekrit"), std::string::npos);
   EXPECT_NE(log_lines_.str().find("egress intercept api.test"), std::string::npos)
       << "expected debug lines to check for secrets";
+}
+
+TEST_F(TlsInterceptTest, AnUpstreamClosingItsIdleConnectionClosesTheSandboxsToo) {
+  HttpsEcho upstream(*upstream_ca_, "api.test");
+  boost::system::error_code next_ec;
+  std::chrono::steady_clock::duration waited{};
+  const auto result = run(upstream.port(), tls(), [&](ClientStream& stream) {
+    boost::beast::flat_buffer buffer;
+    http::request<http::string_body> get{http::verb::get, "/then-close", 11};
+    const auto answer = exchange(stream, get, buffer);
+    EXPECT_EQ(answer.result_int(), 200U);
+    EXPECT_TRUE(answer.keep_alive());
+    // The client keeps the connection for its next request; it must learn that it is gone
+    // (as urllib3, curl and Node check a pooled connection) rather than read a 502 later.
+    const auto start = std::chrono::steady_clock::now();
+    http::response<http::string_body> nothing;
+    http::read(stream, buffer, nothing, next_ec);
+    waited = std::chrono::steady_clock::now() - start;
+  });
+  EXPECT_TRUE(next_ec == http::error::end_of_stream || next_ec == net::error::eof ||
+              next_ec == ssl::error::stream_truncated)
+      << next_ec.message();
+  EXPECT_LT(waited, std::chrono::seconds(4)) << "the sandbox waited for its read timeout";
+  EXPECT_EQ(result.requests, 1U);
+  EXPECT_EQ(result.end, "closed");
+  EXPECT_EQ(upstream.requests().size(), 1U);
 }
 
 TEST_F(TlsInterceptTest, UntrustedUpstreamCertificateGets502) {
