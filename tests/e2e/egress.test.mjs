@@ -3,7 +3,9 @@
 // 127.0.0.1 through the session's sidecar proxy, as they are (HTTP_PROXY/HTTPS_PROXY). Packages
 // import in the running interpreter and in new processes. Refused requests get a 403 whose reason
 // the client prints and the tool result lists; a session that did not ask has no proxy; a server
-// whose operator did not enable egress refuses the argument; nothing is left behind.
+// whose operator did not enable egress refuses the argument; nothing is left behind. Secrets:
+// the proxy sets the operator's header for a named HTTPS host, and the MCP relay for an
+// allowlisted MCP server (server-everything behind a door that wants the token).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -298,66 +300,19 @@ print(json.dumps({"echo": echo, "env_holds": any(secret in v for v in os.environ
     assert.ok(!JSON.stringify(stats).includes(token), 'get_session_stats shows the secret');
   });
 
-  test('the proxy sets the header; the sandbox holds the secret nowhere', async () => {
-    // The interpreter that made the requests then looks for the secret in its own memory (gVisor
-    // lets a process read only its own /proc/N/mem), in every process's environment it can read
-    // and in the sandbox's files. It holds the secret as two halves and matches them next to each
-    // other in what it reads, so it never holds the secret whole itself.
-    const half = token.length >> 1;
+  test('the proxy sets the header on each request; the sandbox trusts the session CA', async () => {
+    // adversarial_egress_secrets looks for the secret in the sandbox and tries to redirect it.
     const res = await call(server.client, 'run_code', {
       egress: true,
       environment: { NO_PROXY: '', no_proxy: '' },
       timeout: 120,
       code: `
-import json, os, re, urllib.request
+import json, os, urllib.request
 answers = []
 for _ in range(2):
     req = urllib.request.Request("https://127.0.0.1:${upstream.port}/api", headers={"Authorization": "Bearer fake"})
     answers.append(json.load(urllib.request.urlopen(req, timeout=30)))
-head, tail = b"${token.slice(0, half)}", b"${token.slice(half)}"
-def holds(data):
-    i = data.find(head)
-    while i >= 0:
-        if data[i + len(head):i + len(head) + len(tail)] == tail:
-            return True
-        i = data.find(head, i + 1)
-    return False
-hits, regions = [], 0
-for name in os.listdir("/proc"):
-    if not name.isdigit():
-        continue
-    for part in ("environ", "cmdline"):
-        try:
-            if holds(open(f"/proc/{name}/{part}", "rb").read()):
-                hits.append(f"{name} {part}")
-        except OSError:
-            pass
-with open("/proc/self/mem", "rb", 0) as mem:
-    for line in open("/proc/self/maps").read().splitlines():
-        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
-        if not m:
-            continue
-        start, end = int(m.group(1), 16), int(m.group(2), 16)
-        if end - start > 256 << 20:
-            continue
-        try:
-            mem.seek(start)
-            chunk = mem.read(end - start)
-        except (OSError, ValueError, OverflowError):
-            continue
-        regions += 1
-        if holds(chunk):
-            hits.append(f"memory {line}")
-for root in ["/tmp", "/workspace", "/run/mcp", "/etc"]:
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            try:
-                if holds(open(os.path.join(dirpath, f), "rb").read()):
-                    hits.append(os.path.join(dirpath, f))
-            except OSError:
-                pass
-print(json.dumps({"answers": answers, "hits": hits, "regions": regions,
-                  "bundle": os.environ.get("SSL_CERT_FILE")}))
+print(json.dumps({"answers": answers, "bundle": os.environ.get("SSL_CERT_FILE")}))
 `,
     });
     assert.ok(!res.isError, res.content[0].text);
@@ -366,8 +321,6 @@ print(json.dumps({"answers": answers, "hits": hits, "regions": regions,
     const out = JSON.parse(sc.stdout.trim().split('\n').pop());
     assert.deepEqual(out.answers.map((a) => a.got_authorization), [true, true]);
     assert.deepEqual(upstream.seen, [`Bearer ${token}`, `Bearer ${token}`]);
-    assert.deepEqual(out.hits, [], 'the secret is visible inside the sandbox');
-    assert.ok(out.regions > 10, `too few memory regions were read (${out.regions})`);
     assert.equal(out.bundle, '/run/mcp/ca-bundle.pem');
     const stats = await call(server.client, 'get_session_stats', { session_id: sc.session_id });
     const text = JSON.stringify(stats);
