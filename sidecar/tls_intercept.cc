@@ -112,7 +112,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
         deadline_(sandbox_.get_executor()),
         target_(std::move(target)),
         headers_(std::move(headers)),
-        limits_(limits),
+        limits_(std::move(limits)),
         done_(std::move(done)) {}
 
   void start(std::string client_hello) {
@@ -562,9 +562,9 @@ void startIntercept(TunnelSocket sandbox, std::string client_hello, TunnelSocket
                     InterceptTarget target, std::vector<SecretHeader> headers,
                     std::shared_ptr<InterceptTls> tls, InterceptLimits limits,
                     std::function<void(const InterceptResult&)> done) {
-  auto intercept =
-      std::make_shared<Intercept>(std::move(sandbox), std::move(upstream), std::move(target),
-                                  std::move(headers), std::move(tls), limits, std::move(done));
+  auto intercept = std::make_shared<Intercept>(std::move(sandbox), std::move(upstream),
+                                               std::move(target), std::move(headers),
+                                               std::move(tls), std::move(limits), std::move(done));
   intercept->start(std::move(client_hello));
 }
 

@@ -13,12 +13,14 @@
 namespace relay_test {
 namespace {
 
+// libcurl's global state, set up before the first test's client and torn down at exit.
 class CurlGlobal {
  public:
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
   ~CurlGlobal() { curl_global_cleanup(); }
+  CurlGlobal(const CurlGlobal&) = delete;
+  CurlGlobal& operator=(const CurlGlobal&) = delete;
 };
-const CurlGlobal curl_global;
 
 struct CurlState {
   Reply reply;
@@ -43,6 +45,7 @@ std::size_t onHeader(char* data, std::size_t size, std::size_t count, void* user
 }  // namespace
 
 void SidecarRelay::SetUp() {
+  static const CurlGlobal curl_global;
   char dir_template[] = "/tmp/sidecar-relay-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr);
   dir_ = dir_template;
