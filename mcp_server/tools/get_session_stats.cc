@@ -53,7 +53,9 @@ Tool makeGetSessionStatsTool() {
            {"description",
             "present when the session has a sidecar (mcp_allowlist or egress): {allowlist "
             "(enforced), sidecar: {mode, relay, running, restarts, allowed, denied, errors}, "
-            "egress (with egress): {allow, allowed, denied, errors, bytes_up, bytes_down}}"}}}}},
+            "secret_hosts (host:port the relay sets the operator's secret headers for; never "
+            "the values), egress (with egress): {allow, allowed, denied, errors, bytes_up, "
+            "bytes_down}}"}}}}},
        {"required",
         {"session_id", "execution_count", "created_at", "uptime", "container_status", "image",
          "runtime"}}},
