@@ -57,8 +57,11 @@ struct EgressProxy::Impl {
   // sandbox can connect.
   void prepareIntercept() {
     if (!secrets) return;
+    // Secrets for MCP servers only (the relay sets those) neither widen the CA nor get
+    // intercepted: the same rule the server applies before it tells the sandbox to trust the CA.
+    secrets = std::make_shared<const SecretHeaders>(secrets->reachableThrough(*shared->rules));
     if (secrets->hosts.empty()) {
-      log().warn("egress: the secrets file names no host; nothing is intercepted");
+      log().info("egress: no secret host is reachable through the proxy; nothing is intercepted");
       return;
     }
     const std::string name =
@@ -118,8 +121,8 @@ struct EgressProxy::Impl {
 
   const std::string path;
   const std::string upstream_ca_file;
-  const std::shared_ptr<const SecretHeaders> secrets;
-  std::vector<std::string> ca_files;  // written by prepareIntercept, removed by stop()
+  std::shared_ptr<const SecretHeaders> secrets;  // those the rules reach, after prepareIntercept
+  std::vector<std::string> ca_files;             // written by prepareIntercept, removed by stop()
   net::io_context ioc{1};
   std::shared_ptr<EgressShared> shared;
   Protocol::acceptor acceptor{ioc};

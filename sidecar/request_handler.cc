@@ -52,12 +52,19 @@ struct SecretCheck {
   std::string refusal;  // non-empty: the request must not go out
 };
 
-SecretCheck secretsFor(const HandlerContext& context, const policy::Url& url,
-                       const PinnedAddress& pin) {
+SecretCheck secretsFor(const HandlerContext& context, const std::string& method,
+                       const policy::Url& url, const PinnedAddress& pin) {
   SecretCheck check;
   if (!context.secrets) return check;
   check.entry = context.secrets->find(url.host, url.port);
-  if (check.entry == nullptr || url.scheme == "https") return check;
+  if (check.entry == nullptr) return check;
+  if (echoesRequestHeaders(method)) {
+    check.refusal = method + " is not relayed to " + url.host + ":" + std::to_string(url.port) +
+                    ": its answer would echo the operator's secret headers";
+    check.entry = nullptr;
+    return check;
+  }
+  if (url.scheme == "https") return check;
   const auto address = policy::parseIpAddress(pin.address);
   if (address && policy::classifyAddress(*address) == policy::AddressClass::kLoopback) {
     return check;
@@ -80,7 +87,7 @@ void setSecretHeaders(HeaderList& headers, const SecretHost& entry) {
 
 void forward(const HandlerContext& context, const InboundRequest& request, ResponseSink& sink,
              const ResolvedTarget& target, const PinnedAddress& pin) {
-  const auto secrets = secretsFor(context, *target.url, pin);
+  const auto secrets = secretsFor(context, request.method, *target.url, pin);
   if (!secrets.refusal.empty()) {
     answerLocally(context, request, sink, kForbidden, "deny", secrets.refusal, target.rule->id,
                   target.display_url);

@@ -158,6 +158,10 @@ const SecretHost* SecretHeaders::find(std::string_view host, std::uint16_t port)
   return nullptr;
 }
 
+bool echoesRequestHeaders(std::string_view method) noexcept {
+  return common::iequals(method, "TRACE") || common::iequals(method, "TRACK");
+}
+
 std::string SecretHost::headerNames() const {
   std::string names;
   for (const auto& header : headers) names += (names.empty() ? "" : ", ") + header.name;
@@ -173,6 +177,19 @@ std::string SecretHeaders::toString() const {
            entry.headerNames() + "]";
   }
   return out;
+}
+
+SecretHeaders SecretHeaders::reachableThrough(const policy::EgressPolicy& rules) const {
+  SecretHeaders reachable;
+  for (const auto& entry : hosts) {
+    const bool v6 = entry.host.find(':') != std::string::npos;
+    const auto url = policy::parseUrl("https://" + (v6 ? "[" + entry.host + "]" : entry.host) +
+                                      ":" + std::to_string(entry.port) + "/");
+    if (url.url && policy::findEgressRule(rules, *url.url) != nullptr) {
+      reachable.hosts.push_back(entry);
+    }
+  }
+  return reachable;
 }
 
 std::vector<std::string> SecretHeaders::hostNames() const {

@@ -1,4 +1,5 @@
-// The secret headers the egress proxy adds to requests for some hosts (tls_intercept.h): the
+// The secret headers the sidecar sets on requests to some hosts, the MCP relay on the requests it
+// forwards (request_handler.h) and the egress proxy by interception (tls_intercept.h): the
 // server resolves the operator's `egress.secrets` (values from its environment or files) and
 // writes them into the session directory as JSON, mode 0600:
 //   [{"host": "api.example.com", "port": 443, "headers": {"Authorization": "Bearer ..."}}]
@@ -19,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/egress.h"
+
 namespace sidecar {
 
 struct SecretHeader {
@@ -34,6 +37,10 @@ struct SecretHost {
   // "Authorization, X-Api-Key": the names, for logs.
   [[nodiscard]] std::string headerNames() const;
 };
+
+// Whether a request with this method asks the server to echo its headers back (TRACE, TRACK): a
+// request that would carry secret headers must not be sent with it.
+[[nodiscard]] bool echoesRequestHeaders(std::string_view method) noexcept;
 
 class SecretsError : public std::runtime_error {
  public:
@@ -55,6 +62,8 @@ struct SecretHeaders {
   [[nodiscard]] std::string toString() const;
   // The hosts, for SessionCa::generateCa's name constraints.
   [[nodiscard]] std::vector<std::string> hostNames() const;
+  // The entries whose host and port `rules` allow (what the egress proxy may intercept).
+  [[nodiscard]] SecretHeaders reachableThrough(const policy::EgressPolicy& rules) const;
 };
 
 }  // namespace sidecar

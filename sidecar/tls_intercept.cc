@@ -203,7 +203,8 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
 
   void onUpstreamWatch(const error_code& ec, std::size_t n) {
     watching_ = false;
-    if (finished_) return;
+    // Aborted: this side closed the upstream (answerAndClose, finish), which says how it ended.
+    if (finished_ || closing_ || ec == net::error::operation_aborted) return;
     upstream_buffer_.commit(n);
     if (!in_request_) {
       log().debug("egress intercept {}: the upstream {} between requests; closing",
@@ -241,6 +242,11 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     if (head.method() == http::verb::connect || (target != "*" && !target.starts_with("/"))) {
       return answerAndClose(400, "inside the tunnel to " + authority(target_) +
                                      ", a request names a path (\"/...\"), not another target");
+    }
+    const std::string_view method(head.method_string().data(), head.method_string().size());
+    if (echoesRequestHeaders(method)) {
+      return answerAndClose(403, std::string(method) + " is not relayed to " + authority(target_) +
+                                     ": its answer would echo the operator's secret headers");
     }
     head_request_ = head.method() == http::verb::head;
     keep_alive_ = request_->keep_alive();
@@ -441,6 +447,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     if (!sandbox_ready_ || response_head_sent_) return finish(reason);
     result_.status = status;
     auto answer = std::make_shared<std::string>(refusalResponse(status, reason));
+    closing_ = true;
     error_code ignored;
     upstream_.lowest_layer().close(ignored);
     net::async_write(sandbox_, net::buffer(*answer),
@@ -528,6 +535,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
   bool keep_alive_ = true;
   bool response_head_sent_ = false;
   bool finished_ = false;
+  bool closing_ = false;                    // answerAndClose's answer is on its way
   bool watching_ = false;                   // watchUpstream's read is under way
   bool in_request_ = false;                 // from a request's head to the end of its answer
   bool awaiting_response_ = false;          // readResponse waits for the watch's read

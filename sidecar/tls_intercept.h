@@ -16,9 +16,10 @@
 //     removed first, case-insensitively); its body, and then the answer's, stream through a
 //     64 KiB buffer (Content-Length, chunked, or until close; HEAD, 1xx, 204 and 304 without a
 //     body). `Expect: 100-continue` is answered by the sidecar and not forwarded.
-// Ends on the sandbox closing between requests, the upstream closing between requests (the
-// sandbox's connection is then closed too, so its client reconnects rather than reading a 502 on
-// its next request), `Connection: close` either way, an answer
+// Ends on the sandbox closing between requests, the upstream closing between requests or sending
+// bytes nobody asked for (the sandbox's connection is then closed too, so its client reconnects
+// rather than reading a 502 on its next request), a TRACE or TRACK (403: its answer would echo
+// the secret headers), `Connection: close` either way, an answer
 // delimited by closing, idle time (no byte either way, handshakes included), max_duration, the
 // byte budget spent, or an error; `done` runs once, on the io_context's thread, with the counts
 // and why. Secret values are never logged, never in `end`, and never in an answer to the sandbox.

@@ -137,8 +137,15 @@ void McpGateway::writeSecrets(const nlohmann::json& secrets, const std::string& 
   spec_.secrets_file = spec_.directory + "/secrets.json";
   writePrivateFile(spec_.secrets_file, secrets.dump(), spec_.directory);
   for (const auto& entry : secrets) {
-    secret_hosts_.push_back(entry.at("host").get<std::string>() + ":" +
-                            std::to_string(entry.at("port").get<int>()));
+    const auto host = entry.at("host").get<std::string>();
+    const auto port = entry.at("port").get<int>();
+    secret_hosts_.push_back(host + ":" + std::to_string(port));
+    // The relay's proxy intercepts (and its CA covers) only the secret hosts its rules reach
+    // (SecretHeaders::reachableThrough); the sandbox is told to trust the CA only then.
+    const auto url = policy::parseUrl("https://" + host + ":" + std::to_string(port) + "/");
+    if (egress_ && url.url && policy::findEgressRule(*egress_, *url.url) != nullptr) {
+      intercepts_tls_ = true;
+    }
   }
   if (upstream_ca.empty() || !egress_) return;
   spec_.egress_upstream_ca_file = spec_.directory + "/upstream-ca.pem";

@@ -70,11 +70,9 @@ class McpGateway {
   [[nodiscard]] bool servesEgress() const noexcept { return egress_ != nullptr; }
   // Whether the relay sets secret headers for some hosts.
   [[nodiscard]] bool setsSecretHeaders() const noexcept { return !secret_hosts_.empty(); }
-  // Whether the proxy ends TLS for some hosts (to set their secret headers) with a session CA the
-  // sandbox must trust: ca-bundle.pem and egress-ca.pem in the socket directory.
-  [[nodiscard]] bool interceptsTls() const noexcept {
-    return servesEgress() && setsSecretHeaders();
-  }
+  // Whether the proxy ends TLS for some hosts (its rules reach a secret host) with a session CA
+  // the sandbox must trust: ca-bundle.pem and egress-ca.pem in the socket directory.
+  [[nodiscard]] bool interceptsTls() const noexcept { return intercepts_tls_; }
   // The egress proxy's socket, as the sandbox sees it under kMcpSocketMount's directory.
   [[nodiscard]] const std::string& egressSocketName() const noexcept {
     return spec_.egress_socket_name;
@@ -106,6 +104,7 @@ class McpGateway {
   std::shared_ptr<const policy::Policy> policy_;
   std::shared_ptr<const policy::EgressPolicy> egress_;
   std::vector<std::string> secret_hosts_;  // "host:port" with secret headers (names, no values)
+  bool intercepts_tls_ = false;
   sandbox::SidecarSpec spec_;
   RetainedAuditLog retained_audit_log_;
   std::mutex mutex_;

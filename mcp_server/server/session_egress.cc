@@ -72,7 +72,8 @@ bool namesMcpServer(const policy::Policy* mcp_policy, const policy::Url& url) {
 
 nlohmann::json resolveSecrets(const config::EgressConfig& config,
                               const policy::EgressPolicy* egress_rules,
-                              const policy::Policy* mcp_policy) {
+                              const policy::Policy* session_mcp_policy,
+                              const policy::Policy* operator_mcp_policy) {
   auto out = nlohmann::json::array();
   for (std::size_t i = 0; i < config.secrets.size(); ++i) {
     const auto& entry = config.secrets[i];
@@ -82,7 +83,9 @@ nlohmann::json resolveSecrets(const config::EgressConfig& config,
     if (!url.url) continue;
     const bool by_egress =
         egress_rules != nullptr && policy::findEgressRule(*egress_rules, *url.url) != nullptr;
-    if (!by_egress && !namesMcpServer(mcp_policy, *url.url)) continue;
+    const bool by_mcp = namesMcpServer(session_mcp_policy, *url.url) &&
+                        namesMcpServer(operator_mcp_policy, *url.url);
+    if (!by_egress && !by_mcp) continue;
     nlohmann::json headers = nlohmann::json::object();
     for (const auto& [name, source] : entry.at("headers").items()) {
       headers[name] =

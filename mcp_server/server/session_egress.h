@@ -23,13 +23,15 @@ namespace server {
     const nlohmann::json& requested, const config::EgressConfig& config);
 
 // The secrets file the session's sidecar reads (sidecar/secret_headers.h): the operator's
-// egress.secrets entries whose host and port the session reaches, through its egress rules or
-// an MCP server its allowlist names (either may be null), each header's value read now from the
-// server's environment or its file (prefix first). An empty array when none apply.
+// egress.secrets entries whose host and port the session reaches through its egress rules, or
+// through an MCP server its allowlist has that the operator's mcp.allowlist lists too (a model's
+// own list never brings a secret); any of the three may be null. Each header's value is read now
+// from the server's environment or its file (prefix first). An empty array when none apply.
 // Throws sandbox::SandboxError naming the variable or file that is missing, never a value.
 [[nodiscard]] nlohmann::json resolveSecrets(const config::EgressConfig& config,
                                             const policy::EgressPolicy* egress_rules,
-                                            const policy::Policy* mcp_policy);
+                                            const policy::Policy* session_mcp_policy,
+                                            const policy::Policy* operator_mcp_policy);
 
 // "pypi.org, files.pythonhosted.org:443", for messages and logs.
 [[nodiscard]] std::string egressRulesText(const policy::EgressPolicy& rules);

@@ -253,6 +253,9 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
          std::to_string(limits.idle_timeout_s * 1000), "--egress-max-connection-ms",
          std::to_string(limits.max_connection_s * 1000)});
   }
+  // Secrets reach MCP servers only through the operator's own list (never a model's).
+  const auto operator_mcp =
+      mcp && !config_.mcp.allowlist.empty() ? policy::loadPolicy(config_.mcp.allowlist) : nullptr;
   // The relay writes its socket and audit log there: in a container it runs as sidecar.user,
   // as a child process it runs as the server.
   const std::string owner = services_.sidecars->mode() == "container"
@@ -267,7 +270,7 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
                                  : std::vector<policy::Endpoint>{},
       &metrics(), egress ? options.egress_policy : nullptr,
       resolveSecrets(config_.egress, egress ? options.egress_policy.get() : nullptr,
-                     mcp ? options.mcp_policy.get() : nullptr),
+                     mcp ? options.mcp_policy.get() : nullptr, operator_mcp.get()),
       config_.egress.upstream_ca_file);
 }
 

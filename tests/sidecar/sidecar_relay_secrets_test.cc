@@ -82,6 +82,18 @@ TEST_F(SidecarRelaySecrets, NoSecretGoesInClearTextToAnAddressBeyondLoopback) {
   EXPECT_EQ(lines[0].dump().find("relay-secret"), std::string::npos);
 }
 
+TEST_F(SidecarRelaySecrets, TraceToASecretHostIsRefusedItWouldEchoTheSecret) {
+  Call call;
+  call.url = origin() + "/ok/echo";
+  call.method = "TRACE";
+  const auto reply = perform(call);
+  ASSERT_EQ(reply.code, CURLE_OK);
+  EXPECT_EQ(reply.status, 403) << reply.body;
+  EXPECT_NE(reply.body.find("would echo"), std::string::npos) << reply.body;
+  EXPECT_EQ(reply.body.find("relay-secret"), std::string::npos);
+  EXPECT_TRUE(upstream_.targetsSeen().empty());
+}
+
 TEST_F(SidecarRelaySecrets, SecretsFollowTheHostNameNotTheAddressItResolvesTo) {
   // localhost reaches the same upstream as 127.0.0.1, but the secrets name 127.0.0.1 only.
   Call call;

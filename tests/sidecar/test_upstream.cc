@@ -69,7 +69,10 @@ nlohmann::json headersOf(const std::string& head) {
     if (colon == std::string::npos) continue;
     std::string value = line.substr(colon + 1);
     value.erase(0, value.find_first_not_of(' '));
-    headers[lower(line.substr(0, colon))] = value;
+    // A repeated field is joined as HTTP combines it ("a, b"), so tests see duplicates.
+    const std::string name = lower(line.substr(0, colon));
+    headers[name] =
+        headers.contains(name) ? headers[name].get<std::string>() + ", " + value : value;
   }
   return headers;
 }

@@ -346,7 +346,7 @@ TEST_F(TlsInterceptTest, RequestForAnotherTargetInsideTheTunnelGets400) {
 TEST_F(TlsInterceptTest, OversizedRequestHeadGets431) {
   HttpsEcho upstream(*upstream_ca_, "api.test");
   http::response<http::string_body> answer;
-  (void)run(upstream.port(), tls(), [&](ClientStream& s) {
+  const auto result = run(upstream.port(), tls(), [&](ClientStream& s) {
     boost::beast::flat_buffer buffer;
     http::request<http::string_body> get{http::verb::get, "/first", 11};
     get.set("X-Big", std::string(std::size_t{20} * 1024, 'x'));
@@ -354,6 +354,22 @@ TEST_F(TlsInterceptTest, OversizedRequestHeadGets431) {
   });
   EXPECT_EQ(answer.result_int(), 431U);
   EXPECT_TRUE(upstream.requests().empty());
+  EXPECT_NE(result.end.find("larger than"), std::string::npos) << result.end;  // not "closed"
+}
+
+TEST_F(TlsInterceptTest, TraceIsRefusedItWouldEchoTheSecretHeaders) {
+  HttpsEcho upstream(*upstream_ca_, "api.test");
+  http::response<http::string_body> answer;
+  const auto result = run(upstream.port(), tls(), [&](ClientStream& s) {
+    boost::beast::flat_buffer buffer;
+    http::request<http::string_body> trace{http::verb::trace, "/", 11};
+    answer = exchange(s, trace, buffer);
+  });
+  EXPECT_EQ(answer.result_int(), 403U);
+  EXPECT_NE(answer.body().find("would echo"), std::string::npos) << answer.body();
+  EXPECT_EQ(answer.body().find("sekrit"), std::string::npos);
+  EXPECT_TRUE(upstream.requests().empty());
+  EXPECT_NE(result.end.find("TRACE"), std::string::npos) << result.end;
 }
 
 TEST_F(TlsInterceptTest, WithoutHttp11InAlpnNoProtocolIsSelected) {
