@@ -95,6 +95,7 @@ void forward(const HandlerContext& context, const InboundRequest& request, Respo
   }
   ForwardRequest upstream{*target.url, pin.curl_resolve, request.method,
                           filterRequestHeaders(request.headers), request.body};
+  upstream.extra_ca = context.upstream_ca.get();
   if (secrets.entry != nullptr) setSecretHeaders(upstream.headers, *secrets.entry);
   const auto result = forwardUpstream(upstream, context.upstream, sink);
   using Outcome = ForwardResult::Outcome;

@@ -11,6 +11,7 @@
 
 #include "policy/policy.h"
 #include "sidecar/audit_log.h"
+#include "sidecar/extra_ca.h"
 #include "sidecar/header_filter.h"
 #include "sidecar/response_sink.h"
 #include "sidecar/secret_headers.h"
@@ -26,6 +27,8 @@ struct HandlerContext {
   std::vector<policy::Endpoint> denied_endpoints;  // the MCP server's own listeners
   // Headers set on requests to the hosts it names (may be null), replacing the sandbox's.
   std::shared_ptr<const SecretHeaders> secrets;
+  // CA certificates trusted for https upstreams besides the system's (may be null).
+  std::shared_ptr<const ExtraCaCertificates> upstream_ca;
 };
 
 struct InboundRequest {

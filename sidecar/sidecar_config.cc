@@ -106,6 +106,11 @@ const std::map<std::string_view, Setter>& setters() {
        [](SidecarConfig& c, std::string_view v) {
          return parsePositive("--egress-max-connection-ms", v, c.egress_max_connection_ms);
        }},
+      {"--upstream-ca",
+       [](SidecarConfig& c, std::string_view v) {
+         c.upstream_ca_file = v;
+         return std::string();
+       }},
       {"--secrets",
        [](SidecarConfig& c, std::string_view v) {
          c.secrets_file = v;
@@ -195,7 +200,8 @@ std::string usageText() {
          "         [--max-body-bytes N] [--max-header-bytes N] [--upstream-connect-timeout-ms N]\n"
          "         [--upstream-idle-timeout-ms N] [--idle-timeout-ms N]\n"
          "         [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...\n"
-         "         [--audit-log-max-bytes N] [--secrets FILE] [--exit-on-stdin-eof]\n"
+         "         [--audit-log-max-bytes N] [--secrets FILE] [--upstream-ca FILE]\n"
+         "         [--exit-on-stdin-eof]\n"
          "         [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]\n"
          "          [--egress-max-bytes N] [--egress-idle-timeout-ms N]\n"
          "          [--egress-max-connection-ms N]\n"

@@ -55,6 +55,9 @@ struct SidecarConfig {
   // sets them on requests to those hosts, and the egress proxy intercepts CONNECTs to them with a
   // session CA made at start (tls_intercept.h). Off when empty.
   std::string secrets_file;
+  // Extra PEM CA certificates the MCP relay trusts for https upstreams, besides the system store
+  // (--upstream-ca FILE; an internal CA, a test CA). Optional.
+  std::string upstream_ca_file;
   // Extra PEM CA certificates trusted for intercepted upstreams, besides the system store
   // (--egress-upstream-ca FILE; an operator's internal CA, a test CA). Optional; unused
   // without secrets.
@@ -72,7 +75,8 @@ struct CommandLineResult {
 // [--idle-timeout-ms N] [--max-concurrent-requests N] [--deny-endpoint ADDR:PORT]...
 // [--audit-log-max-bytes N] [--egress-listen PATH --egress-rules FILE [--egress-max-connections N]
 // [--egress-max-bytes N] [--egress-idle-timeout-ms N] [--egress-max-connection-ms N]
-// [--egress-upstream-ca FILE]] [--secrets FILE] [--exit-on-stdin-eof]` (args excludes argv[0]).
+// [--egress-upstream-ca FILE]] [--secrets FILE] [--upstream-ca FILE] [--exit-on-stdin-eof]` (args
+// excludes argv[0]).
 [[nodiscard]] CommandLineResult parseCommandLine(const std::vector<std::string_view>& args);
 
 [[nodiscard]] std::string usageText();

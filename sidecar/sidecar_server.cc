@@ -100,6 +100,11 @@ SidecarServer::SidecarServer(SidecarConfig config, std::shared_ptr<const policy:
   handler.policy = std::move(policy);
   handler.audit = std::move(audit);
   handler.secrets = std::move(secrets);
+  if (!config.upstream_ca_file.empty()) {
+    handler.upstream_ca = ExtraCaCertificates::load(config.upstream_ca_file);
+    log().info("sidecar: trusting {} extra CA certificate(s) from {} for https upstreams",
+               handler.upstream_ca->size(), config.upstream_ca_file);
+  }
   handler.session_id = config.session_id;
   handler.upstream.connect_timeout_ms = config.upstream_connect_timeout_ms;
   handler.upstream.idle_timeout_ms = config.upstream_idle_timeout_ms;

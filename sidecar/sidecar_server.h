@@ -16,7 +16,8 @@ namespace sidecar {
 
 class SidecarServer {
  public:
-  // `secrets` (may be null): headers set on relayed requests to the hosts it names.
+  // `secrets` (may be null): headers set on relayed requests to the hosts it names. Throws
+  // std::runtime_error when config.upstream_ca_file cannot be read.
   SidecarServer(SidecarConfig config, std::shared_ptr<const policy::Policy> policy,
                 std::shared_ptr<AuditLog> audit,
                 std::shared_ptr<const SecretHeaders> secrets = nullptr);

@@ -1,6 +1,7 @@
 #include "sidecar/upstream_forwarder.h"
 
 #include <curl/curl.h>
+#include <openssl/ssl.h>
 
 #include <array>
 #include <charconv>
@@ -155,6 +156,13 @@ int onProgress(void* user, curl_off_t /*download_total*/, curl_off_t downloaded,
   return 0;
 }
 
+// CURLOPT_SSL_CTX_FUNCTION: each new TLS connection's OpenSSL context, before it connects.
+CURLcode addExtraCa(CURL* /*handle*/, void* ssl_ctx, void* certificates) {
+  static_cast<const ExtraCaCertificates*>(certificates)
+      ->addTo(SSL_CTX_get_cert_store(static_cast<SSL_CTX*>(ssl_ctx)));
+  return CURLE_OK;
+}
+
 Slist buildHeaders(const ForwardRequest& request) {
   Slist list;
   for (const auto& [name, value] : request.headers) {
@@ -266,6 +274,10 @@ ForwardResult forwardUpstream(const ForwardRequest& request, const UpstreamLimit
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &onProgress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  if (request.extra_ca != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, &addExtraCa);
+    curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, request.extra_ca);
+  }
 
   const CURLcode code = curl_easy_perform(curl);
   if (code == CURLE_OK) sendHeadOnce(exchange);  // a head-only answer curl saw no blank line for

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "policy/policy.h"
+#include "sidecar/extra_ca.h"
 #include "sidecar/header_filter.h"
 #include "sidecar/response_sink.h"
 
@@ -21,6 +22,7 @@ struct ForwardRequest {
   std::string method;
   HeaderList headers;  // already filtered (filterRequestHeaders)
   std::string body;
+  const ExtraCaCertificates* extra_ca = nullptr;  // trusted besides the system's; may be null
 };
 
 struct UpstreamLimits {

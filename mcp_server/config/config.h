@@ -249,6 +249,9 @@ struct McpConfig {
   // Where every session's audit lines are kept after the session ends (appended, JSON lines).
   // Empty: they live in the session's directory and go with it.
   std::string audit_log;
+  // Extra CA certificates (PEM) the relay trusts for https MCP servers, besides the system's (an
+  // internal CA). Empty: the system's only.
+  std::string upstream_ca_file;
   SidecarConfig sidecar;
   // mcp.audit_log is rotated once (to <audit_log>.1, replacing it) before it would grow past this.
   std::int64_t audit_log_max_bytes = 64LL * 1024 * 1024;

@@ -106,6 +106,7 @@ json toJson(const ServerConfig& c) {
   document["execution"]["max_concurrent_per_client"] = c.execution.max_concurrent_per_client;
   document["sessions"]["max_sessions_per_client"] = c.sessions.max_sessions_per_client;
   document["mcp"]["audit_log_max_bytes"] = c.mcp.audit_log_max_bytes;
+  document["mcp"]["upstream_ca_file"] = c.mcp.upstream_ca_file;
   document["tasks"] = {{"max_per_client", c.tasks.max_per_client},
                        {"default_ttl_ms", c.tasks.default_ttl_ms},
                        {"max_ttl_ms", c.tasks.max_ttl_ms},

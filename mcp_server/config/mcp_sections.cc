@@ -68,6 +68,7 @@ void readMcp(ObjectReader& parent, McpConfig& out) {
   }
   r.read("runtime_dir", out.runtime_dir);
   r.read("audit_log", out.audit_log);
+  r.read("upstream_ca_file", out.upstream_ca_file);
   readSidecar(r, out.sidecar);
   r.read("audit_log_max_bytes", out.audit_log_max_bytes);
   r.rejectUnknown();
@@ -77,6 +78,9 @@ void readMcp(ObjectReader& parent, McpConfig& out) {
   }
   if (!out.audit_log.empty() && out.audit_log.front() != '/') {
     ObjectReader::fail("mcp.audit_log", "must be an absolute path");
+  }
+  if (!out.upstream_ca_file.empty() && out.upstream_ca_file.front() != '/') {
+    ObjectReader::fail("mcp.upstream_ca_file", "must be an absolute path");
   }
 }
 

@@ -104,6 +104,9 @@ std::vector<std::string> sidecarArguments(const SidecarSpec& spec,
       args.insert(args.end(), {"--egress-upstream-ca", relative(spec.egress_upstream_ca_file)});
     }
   }
+  if (!spec.upstream_ca_file.empty()) {
+    args.insert(args.end(), {"--upstream-ca", relative(spec.upstream_ca_file)});
+  }
   if (!spec.secrets_file.empty())
     args.insert(args.end(), {"--secrets", relative(spec.secrets_file)});
   args.insert(args.end(), spec.limit_flags.begin(), spec.limit_flags.end());

@@ -28,6 +28,8 @@ struct SidecarSpec {
   // and the egress proxy set them) and extra CA certificates for the proxy's upstreams
   // (<directory>/upstream-ca.pem); empty: none.
   std::string secrets_file;
+  // Extra CA certificates the MCP relay trusts for https servers (<directory>/mcp-upstream-ca.pem).
+  std::string upstream_ca_file;
   std::string egress_upstream_ca_file;
   std::vector<std::string> limit_flags;  // e.g. {"--upstream-idle-timeout-ms", "60000"}
 };

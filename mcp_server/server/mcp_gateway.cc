@@ -16,6 +16,19 @@
 namespace server {
 namespace {
 
+// The operator's CA file, copied into the session directory where the relay (a container that
+// sees only that directory) reads it: world-readable, it holds certificates only.
+void copyCaFile(const std::string& from, const std::string& to, const std::string& setting) {
+  std::error_code ec;
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) throw sandbox::SandboxError("cannot copy " + setting + " " + from + ": " + ec.message());
+  std::filesystem::permissions(
+      to,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
+      ec);
+}
+
 std::string allowlistText(const policy::Policy& policy) {
   std::string text;
   for (const auto& rule : policy.rules) {
@@ -102,7 +115,8 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
                        const std::vector<policy::Endpoint>& server_endpoints,
                        const SessionMetrics* metrics,
                        std::shared_ptr<const policy::EgressPolicy> egress,
-                       const nlohmann::json& secrets, const std::string& egress_upstream_ca)
+                       const nlohmann::json& secrets, const std::string& egress_upstream_ca,
+                       const std::string& mcp_upstream_ca)
     : launcher_(launcher),
       directory_(std::move(directory)),
       policy_(policy ? std::move(policy) : std::make_shared<const policy::Policy>()),
@@ -130,6 +144,10 @@ McpGateway::McpGateway(sandbox::SidecarLauncher& launcher,
     writeRulesFile(spec_.egress_rules_file, policy::toJson(*egress_));
   }
   writeSecrets(secrets, egress_upstream_ca);
+  if (servesMcp() && !mcp_upstream_ca.empty()) {
+    spec_.upstream_ca_file = spec_.directory + "/mcp-upstream-ca.pem";
+    copyCaFile(mcp_upstream_ca, spec_.upstream_ca_file, "mcp.upstream_ca_file");
+  }
 }
 
 void McpGateway::writeSecrets(const nlohmann::json& secrets, const std::string& upstream_ca) {
@@ -149,18 +167,7 @@ void McpGateway::writeSecrets(const nlohmann::json& secrets, const std::string& 
   }
   if (upstream_ca.empty() || !egress_) return;
   spec_.egress_upstream_ca_file = spec_.directory + "/upstream-ca.pem";
-  std::error_code ec;
-  std::filesystem::copy_file(upstream_ca, spec_.egress_upstream_ca_file,
-                             std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec) {
-    throw sandbox::SandboxError("cannot copy egress.upstream_ca_file " + upstream_ca + ": " +
-                                ec.message());
-  }
-  std::filesystem::permissions(
-      spec_.egress_upstream_ca_file,
-      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-          std::filesystem::perms::group_read | std::filesystem::perms::others_read,
-      ec);
+  copyCaFile(upstream_ca, spec_.egress_upstream_ca_file, "egress.upstream_ca_file");
 }
 
 void McpGateway::start() {

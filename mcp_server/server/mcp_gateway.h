@@ -45,7 +45,7 @@ class McpGateway {
   // A non-empty `egress` also has the relay serve the session's egress proxy (its limits among
   // `limit_flags`); `policy` may then have no rules. A non-empty `secrets` (resolveSecrets) has
   // the relay set those headers, on MCP requests and through the proxy; `egress_upstream_ca`
-  // is the proxy's extra trust for them.
+  // is the proxy's extra trust for them, `mcp_upstream_ca` the MCP relay's for https servers.
   McpGateway(sandbox::SidecarLauncher& launcher,
              std::unique_ptr<sandbox::ScopedDirectory> directory, const std::string& session_id,
              std::shared_ptr<const policy::Policy> policy, std::vector<std::string> limit_flags,
@@ -54,7 +54,7 @@ class McpGateway {
              const SessionMetrics* metrics = nullptr,
              std::shared_ptr<const policy::EgressPolicy> egress = nullptr,
              const nlohmann::json& secrets = nlohmann::json::array(),
-             const std::string& egress_upstream_ca = {});
+             const std::string& egress_upstream_ca = {}, const std::string& mcp_upstream_ca = {});
   ~McpGateway();
   McpGateway(const McpGateway&) = delete;
   McpGateway& operator=(const McpGateway&) = delete;

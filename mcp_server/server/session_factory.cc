@@ -271,7 +271,7 @@ std::unique_ptr<McpGateway> SessionFactory::openGateway(const std::string& id,
       &metrics(), egress ? options.egress_policy : nullptr,
       resolveSecrets(config_.egress, egress ? options.egress_policy.get() : nullptr,
                      mcp ? options.mcp_policy.get() : nullptr, operator_mcp.get()),
-      config_.egress.upstream_ca_file);
+      config_.egress.upstream_ca_file, config_.mcp.upstream_ca_file);
 }
 
 sandbox::Limits SessionFactory::baseLimits() const {

@@ -216,6 +216,14 @@ TEST(Config, DockerHostIsAUnixSocketOrTcpWithTls) {
             "config: docker.socket_path must be an absolute path");
 }
 
+TEST(Config, McpUpstreamCaFileIsAnAbsolutePath) {
+  EXPECT_EQ(errorOf({{"mcp", {{"upstream_ca_file", "ca.pem"}}}}),
+            "config: mcp.upstream_ca_file must be an absolute path");
+  EXPECT_EQ(config::fromJson({{"mcp", {{"upstream_ca_file", "/etc/internal-ca.pem"}}}})
+                .mcp.upstream_ca_file,
+            "/etc/internal-ca.pem");
+}
+
 TEST(Config, RoundTripsThroughJson) {
   auto c = config::fromJson({{"sessions", {{"max_sessions", 3}}},
                              {"instance_id", "replica-1"},

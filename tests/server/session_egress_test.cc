@@ -329,20 +329,30 @@ TEST(EgressSecrets, AnMcpOnlyGatewayPassesTheSecretsButInterceptsNothing) {
   RecordingLauncher launcher;
   const json secrets = json::array(
       {{{"host", "mcp.example.com"}, {"port", 443}, {"headers", {{"Authorization", "Bearer v"}}}}});
+  const auto internal_ca = dir.string() + "-internal-ca.pem";
+  std::ofstream(internal_ca) << "-----BEGIN CERTIFICATE-----\n";
   {
     server::McpGateway gateway(launcher, std::make_unique<sandbox::ScopedDirectory>(dir.string()),
                                "s1", policy::loadPolicy(json::array({"https://mcp.example.com/"})),
-                               {}, {}, {}, nullptr, nullptr, secrets, "/nonexistent/ca.pem");
+                               {}, {}, {}, nullptr, nullptr, secrets, "/nonexistent/ca.pem",
+                               internal_ca);
     EXPECT_TRUE(gateway.setsSecretHeaders());
     EXPECT_FALSE(gateway.interceptsTls());
     gateway.start();
     EXPECT_FALSE(launcher.launched.secrets_file.empty());
     EXPECT_TRUE(launcher.launched.egress_upstream_ca_file.empty());  // only the proxy uses it
+    // mcp.upstream_ca_file: copied where the relay reads it, named on its command line.
+    ASSERT_EQ(launcher.launched.upstream_ca_file, dir.string() + "/mcp-upstream-ca.pem");
+    EXPECT_TRUE(std::filesystem::exists(launcher.launched.upstream_ca_file));
     const auto args = sandbox::sidecarArguments(launcher.launched, "/session");
     EXPECT_NE(std::find(args.begin(), args.end(), "--secrets"), args.end());
+    const auto ca_flag = std::find(args.begin(), args.end(), "--upstream-ca");
+    ASSERT_NE(ca_flag, args.end());
+    EXPECT_EQ(*std::next(ca_flag), "/session/mcp-upstream-ca.pem");
     EXPECT_EQ(std::find(args.begin(), args.end(), "--egress-listen"), args.end());
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
+  std::filesystem::remove(internal_ca);
 }
 
 }  // namespace

@@ -77,6 +77,11 @@ TEST(SidecarConfig, SecretsServeTheMcpRelayAloneButTheUpstreamCaNeedsTheEgressPr
                 .error.find("--secrets needs a value"),
             std::string::npos);
   EXPECT_NE(sidecar::usageText().find("--secrets FILE"), std::string::npos);
+  const auto with_ca =
+      parseCommandLine({"--listen", "/tmp/s", "--policy", "p", "--upstream-ca", "/s/ca.pem"});
+  ASSERT_TRUE(with_ca.config) << with_ca.error;
+  EXPECT_EQ(with_ca.config->upstream_ca_file, "/s/ca.pem");
+  EXPECT_NE(sidecar::usageText().find("--upstream-ca FILE"), std::string::npos);
   EXPECT_NE(sidecar::usageText().find("--egress-upstream-ca FILE"), std::string::npos);
 }
 
