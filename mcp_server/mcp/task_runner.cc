@@ -142,8 +142,8 @@ void TaskRunner::launch(const std::shared_ptr<Running>& task, const std::shared_
     std::lock_guard lock(mutex_);
     if (!stopped_) {
       try {
-        task->thread = std::thread([this, task, what, place, slot = std::move(*slot)]() mutable {
-          run(task, *what, *place);
+        task->thread = std::thread([this, task, what, place, slot = std::move(slot)]() mutable {
+          run(task, *what, *place, std::move(slot));
         });
         return;
       } catch (const std::system_error& e) {
@@ -163,7 +163,7 @@ void TaskRunner::launch(const std::shared_ptr<Running>& task, const std::shared_
 }
 
 void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
-                     SessionLanes::Place& place) {
+                     SessionLanes::Place& place, std::optional<server::ExecutionSlots::Slot> slot) {
   const std::string& id = task->id;
   json result;
   auto outbox = task->outbox;
@@ -184,6 +184,9 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
     outcome.error = json{{"code", jsonrpc::kInternalError}, {"message", e.what()}};
   }
   if (after_call_) after_call_(what.arguments);
+  // The slot goes back before the session's next task takes its turn: that task claims one at
+  // once, and must not find this one still held (it would be refused "busy" with nothing running).
+  slot.reset();
   place.leave();  // the session's next call may start
   finishTask(*task, std::move(outcome.result), std::move(outcome.error));
   task->done = true;

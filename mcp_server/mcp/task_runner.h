@@ -144,7 +144,8 @@ class TaskRunner {
   // Its turn came: takes a task thread and starts it, or ends the task (cancelled, busy).
   void launch(const std::shared_ptr<Running>& task, const std::shared_ptr<Launch>& what,
               const std::shared_ptr<SessionLanes::Place>& place);
-  void run(const std::shared_ptr<Running>& task, const Launch& what, SessionLanes::Place& place);
+  void run(const std::shared_ptr<Running>& task, const Launch& what, SessionLanes::Place& place,
+           std::optional<server::ExecutionSlots::Slot> slot);
   // Runs the tool, and again with the client's answers each time it asks for input (extension
   // tasks: input_required until tasks/update brings them).
   Outcome runRounds(Running& task, const Launch& what, tools::ToolContext& ctx);

@@ -67,7 +67,7 @@ test('queued tasks hold no task slot: a third client still starts one', async ()
   const taskId = await startTask(third, { code: 'print("third")' });
   const result = await mcp.call(third, 'tasks/result', { taskId });
   assert.equal(result.result?.isError, false, JSON.stringify(result));
-  assert.equal(result.result.structuredContent.stdout, 'third\n');
+  assert.equal(result.result.structuredContent?.stdout, 'third\n', JSON.stringify(result).slice(0, 400));
   // Cancelling a queued task ends it without running it; cancelling the running one lets the rest go.
   const queued = held[1];
   assert.equal((await mcp.call(queued.sessionId, 'tasks/cancel', { taskId: queued.taskId })).result.status, 'cancelled');
@@ -78,7 +78,7 @@ test('queued tasks hold no task slot: a third client still starts one', async ()
   }
   const last = held[6];
   const ran = await mcp.call(last.sessionId, 'tasks/result', { taskId: last.taskId });
-  assert.equal(ran.result.structuredContent.stdout, 'queued\n', JSON.stringify(ran).slice(0, 400));
+  assert.equal(ran.result?.structuredContent?.stdout, 'queued\n', JSON.stringify(ran).slice(0, 400));
 });
 
 test('unfetched results are bounded per client; big ones are saved in the sandbox and linked', async () => {

@@ -59,7 +59,7 @@ class McpTasksTest : public ::testing::Test {
   }
   // A task-augmented tools/call; returns the whole reply.
   json startTask(jsonrpc::Endpoint& ep, const std::string& tool, json arguments,
-                 json extra = json::object(), jsonrpc::RequestContext ctx = {}) {
+                 const json& extra = json::object(), jsonrpc::RequestContext ctx = {}) {
     json params{{"name", tool}, {"arguments", std::move(arguments)}, {"task", {{"ttl", 60000}}}};
     params.update(extra);
     return request(ep, "tools/call", params, std::move(ctx));
@@ -202,6 +202,30 @@ TEST_F(McpTasksTest, LaterCallsToTheSameSessionWaitForARunningTask) {
   EXPECT_EQ(later.get()["result"]["structuredContent"]["stdout"], "ran: after");
 }
 
+// A task's turn comes on the thread of the one before it, which must have given its task slot back
+// by then: else, with every slot in use, the next would be refused "busy" though nothing else runs.
+TEST_F(McpTasksTest, QueuedTasksOfASessionRunOneAfterAnotherOnASingleTaskSlot) {
+  cfg.execution.max_concurrent = 1;
+  endpoint.reset();
+  server = std::make_unique<mcp::McpServer>(cfg, *sessions, registry);
+  endpoint = open("owner-a");
+  const json first =
+      request(*endpoint, "tools/call", {{"name", "run_code"}, {"arguments", {{"code", "x = 1"}}}});
+  const std::string sid = first["result"]["structuredContent"]["session_id"];
+  std::vector<std::string> ids;
+  ids.reserve(3);
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(taskId(startTask(*endpoint, "run_code",
+                                   {{"code", "step " + std::to_string(i)}, {"session_id", sid}})));
+  }
+  for (int i = 0; i < 3; ++i) {
+    const json result = request(*endpoint, "tasks/result", {{"taskId", ids[i]}});
+    EXPECT_EQ(result["result"]["isError"], false) << result.dump();
+    EXPECT_EQ(result.value(json::json_pointer("/result/structuredContent/stdout"), json()),
+              "ran: step " + std::to_string(i));
+  }
+}
+
 TEST_F(McpTasksTest, QueuedNotificationsReachTheTasksResultStreamTaggedWithTheTask) {
   // As over HTTP: the creating request's notify cannot be used once it was answered.
   const std::string id = taskId(startTask(*endpoint, "run_code", {{"code", "stream"}},
@@ -241,6 +265,7 @@ TEST_F(McpTasksTest, WhereNotifyOutlivesTheRequestNotificationsGoOutAtOnce) {
 
 TEST_F(McpTasksTest, StoreIsBoundedPerClient) {
   std::vector<std::string> ids;
+  ids.reserve(4);
   for (int i = 0; i < 4; ++i) {
     ids.push_back(taskId(startTask(*endpoint, "run_code", {{"code", "wait-for-cancel"}})));
   }
