@@ -97,12 +97,12 @@ set(APP_GENERATED_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated)
 embed_text(${CMAKE_CURRENT_SOURCE_DIR}/sandbox/python/sandbox_mcp.py
            ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h kSandboxMcpPython app
            "Embedding sandbox_mcp.py into sandbox-mcp")
-add_library(mcp_app STATIC app/cli_options.cc app/drain.cc app/fleet_endpoints.cc app/server_app.cc
+add_library(mcp_app STATIC app/ca_file_check.cc app/cli_options.cc app/drain.cc app/fleet_endpoints.cc app/server_app.cc
             app/server_metrics.cc app/serving.cc app/signal_watcher.cc app/warm_up.cc
             ${APP_GENERATED_DIR}/app/sandbox_mcp_source.h)
 target_include_directories(mcp_app PRIVATE ${APP_GENERATED_DIR})
 target_link_libraries(mcp_app PUBLIC mcp_protocol mcp_sandbox mcp_transport
-                      PRIVATE project_warnings project_sanitizers)
+                      PRIVATE OpenSSL::Crypto project_warnings project_sanitizers)
 
 add_executable(sandbox-mcp main.cc)
 target_link_libraries(sandbox-mcp PRIVATE mcp_app project_warnings project_sanitizers)

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "app/ca_file_check.h"
 #include "app/sandbox_mcp_source.h"
 #include "app/server_metrics.h"
 #include "app/serving.h"
@@ -129,7 +130,8 @@ std::string failedChecks(sandbox::Backend& backend, const config::ServerConfig& 
   return failed;
 }
 
-// What sessions with an mcp_allowlist need; not required to serve (other sessions work without).
+// What sessions with an mcp_allowlist or egress need (the sidecar, the CA files it loads); not
+// required to serve (other sessions work without).
 std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
                                                 sandbox::Backend& backend) {
   if (cfg.docker.host.rfind("tcp://", 0) == 0) {
@@ -153,6 +155,12 @@ std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
                           : cfg.mcp.sidecar.image + " is missing: run scripts/setup.sh (or "
                                                     "docker/build-sidecar-image.sh BINARY), or set "
                                                     "mcp.sidecar.mode to \"process\""});
+  }
+  if (!cfg.mcp.upstream_ca_file.empty()) {
+    checks.push_back(caFileCheck("mcp.upstream_ca_file", cfg.mcp.upstream_ca_file));
+  }
+  if (!cfg.egress.upstream_ca_file.empty()) {
+    checks.push_back(caFileCheck("egress.upstream_ca_file", cfg.egress.upstream_ca_file));
   }
   return checks;
 }
@@ -198,7 +206,7 @@ std::string prepareEngine(const config::ServerConfig& cfg, sandbox::docker::Dock
   }
   for (const auto& check : sidecarChecks(cfg, backend)) {
     if (!check.ok)
-      spdlog::warn("check {} failed: {} (sessions with mcp_allowlist will fail)", check.name,
+      spdlog::warn("check {} failed: {} (sessions that need it will fail)", check.name,
                    check.detail);
   }
   if (const int removed = backend.removeOrphans(); removed > 0) {
@@ -367,8 +375,8 @@ int runDoctor(const CliOptions& options) noexcept {
       all_ok = all_ok && check.ok;
     }
     std::printf(all_ok ? "\nready: sandbox-mcp can serve.\n"
-                       : "\nnot ready: apply the fixes above (scripts/setup.sh does all of "
-                         "them).\n");
+                       : "\nnot ready: apply the fixes above (scripts/setup.sh installs and "
+                         "builds what is missing; a setting named in a check is yours to fix).\n");
     return all_ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sandbox-mcp doctor: %s\n", e.what());
