@@ -9,8 +9,8 @@
 
 namespace app {
 
-// ok when `path` is readable and holds at least one PEM certificate; the detail says how many, or
-// what is wrong and which setting to fix.
+// ok when `path` is a readable file of PEM certificates, at least one, and no broken block; the
+// detail says how many, or what is wrong and which setting to fix.
 [[nodiscard]] sandbox::HealthCheck caFileCheck(const std::string& setting, const std::string& path);
 
 }  // namespace app

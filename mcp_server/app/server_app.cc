@@ -159,7 +159,8 @@ std::vector<sandbox::HealthCheck> sidecarChecks(const config::ServerConfig& cfg,
   if (!cfg.mcp.upstream_ca_file.empty()) {
     checks.push_back(caFileCheck("mcp.upstream_ca_file", cfg.mcp.upstream_ca_file));
   }
-  if (!cfg.egress.upstream_ca_file.empty()) {
+  // The proxy loads it only to verify hosts it sets secrets for.
+  if (!cfg.egress.upstream_ca_file.empty() && cfg.egress.enabled && !cfg.egress.secrets.empty()) {
     checks.push_back(caFileCheck("egress.upstream_ca_file", cfg.egress.upstream_ca_file));
   }
   return checks;

@@ -151,7 +151,8 @@ void TaskRunner::launch(const std::shared_ptr<Running>& task, const std::shared_
       }
     }
   }
-  // Outside mutex_: leaving the line may launch the next task, which takes it.
+  // Outside mutex_: leaving the line may launch the next task, which takes it (and a slot).
+  slot.reset();
   if (failure.empty()) {  // shutting down: the store is closed, nothing to keep
     place->leave();
     task->done = true;
@@ -184,11 +185,13 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
     outcome.error = json{{"code", jsonrpc::kInternalError}, {"message", e.what()}};
   }
   if (after_call_) after_call_(what.arguments);
-  // The slot goes back before the session's next task takes its turn: that task claims one at
-  // once, and must not find this one still held (it would be refused "busy" with nothing running).
+  // Stored and announced while the slot is held (a drain waits for the slots, and a blocking
+  // stdio write stays counted); then the slot goes back before the session's next task takes its
+  // turn: that one claims a slot at once and must not find this one's (it would be refused "busy"
+  // with nothing running). Answering before leaving the line is as a queued plain call does.
+  finishTask(*task, std::move(outcome.result), std::move(outcome.error));
   slot.reset();
   place.leave();  // the session's next call may start
-  finishTask(*task, std::move(outcome.result), std::move(outcome.error));
   task->done = true;
 }
 

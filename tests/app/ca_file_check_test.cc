@@ -49,24 +49,39 @@ TEST_F(CaFileCheckTest, AFileOfPemCertificatesPassesAndCountsThem) {
 }
 
 TEST_F(CaFileCheckTest, AFileWithoutACertificateFailsNamingTheSetting) {
+  const auto path = write("bad.pem", "not a certificate\n");
+  const auto check = app::caFileCheck("egress.upstream_ca_file", path);
+  EXPECT_FALSE(check.ok);
+  EXPECT_EQ(check.detail, path +
+                              " holds no PEM certificate (-----BEGIN CERTIFICATE-----): fix the "
+                              "file or unset egress.upstream_ca_file");
+}
+
+// The egress proxy refuses a file with a broken block, so a good certificate before it is no pass.
+TEST_F(CaFileCheckTest, ABrokenBlockFailsEvenAfterAGoodCertificate) {
   const std::string whole = kCertificate;
-  for (const auto& text : {std::string("not a certificate\n"), whole.substr(0, whole.size() / 2)}) {
-    const auto path = write("bad.pem", text);
-    const auto check = app::caFileCheck("egress.upstream_ca_file", path);
-    EXPECT_FALSE(check.ok);
-    EXPECT_NE(check.detail.find(path + " holds no PEM certificate"), std::string::npos)
+  for (const auto& text : {whole.substr(0, whole.size() / 2), whole + whole.substr(0, 80)}) {
+    const auto path = write("broken.pem", text);
+    const auto check = app::caFileCheck("mcp.upstream_ca_file", path);
+    EXPECT_FALSE(check.ok) << text;
+    EXPECT_NE(check.detail.find(path + " holds a block that is not a whole PEM certificate"),
+              std::string::npos)
         << check.detail;
-    EXPECT_NE(check.detail.find("unset egress.upstream_ca_file"), std::string::npos);
+    EXPECT_NE(check.detail.find("unset mcp.upstream_ca_file"), std::string::npos);
   }
 }
 
-TEST_F(CaFileCheckTest, AMissingFileFailsSayingWhy) {
-  const auto path = (dir_ / "missing.pem").string();
-  const auto check = app::caFileCheck("mcp.upstream_ca_file", path);
+TEST_F(CaFileCheckTest, AMissingFileOrADirectoryFailsSayingWhy) {
+  const auto missing = (dir_ / "missing.pem").string();
+  const auto check = app::caFileCheck("mcp.upstream_ca_file", missing);
   EXPECT_FALSE(check.ok);
-  EXPECT_NE(check.detail.find("cannot read " + path + " (No such file or directory)"),
-            std::string::npos)
-      << check.detail;
+  EXPECT_EQ(check.detail, missing +
+                              " cannot be read (No such file or directory): fix the file or unset "
+                              "mcp.upstream_ca_file");
+  const auto directory = app::caFileCheck("mcp.upstream_ca_file", dir_.string());
+  EXPECT_FALSE(directory.ok);
+  EXPECT_EQ(directory.detail,
+            dir_.string() + " is not a file: fix the file or unset mcp.upstream_ca_file");
 }
 
 }  // namespace

@@ -212,14 +212,20 @@ TEST_F(McpTasksTest, QueuedTasksOfASessionRunOneAfterAnotherOnASingleTaskSlot) {
   const json first =
       request(*endpoint, "tools/call", {{"name", "run_code"}, {"arguments", {{"code", "x = 1"}}}});
   const std::string sid = first["result"]["structuredContent"]["session_id"];
-  std::vector<std::string> ids;
-  ids.reserve(3);
-  for (int i = 0; i < 3; ++i) {
-    ids.push_back(taskId(startTask(*endpoint, "run_code",
-                                   {{"code", "step " + std::to_string(i)}, {"session_id", sid}})));
+  // The first runs until cancelled, so the other two surely wait in line behind it.
+  const std::string running =
+      taskId(startTask(*endpoint, "run_code", {{"code", "wait-for-cancel"}, {"session_id", sid}}));
+  std::vector<std::string> queued;
+  queued.reserve(2);
+  for (int i = 0; i < 2; ++i) {
+    queued.push_back(taskId(startTask(
+        *endpoint, "run_code", {{"code", "step " + std::to_string(i)}, {"session_id", sid}})));
   }
-  for (int i = 0; i < 3; ++i) {
-    const json result = request(*endpoint, "tasks/result", {{"taskId", ids[i]}});
+  EXPECT_EQ(request(*endpoint, "tasks/get", {{"taskId", queued[1]}})["result"]["status"],
+            "working");
+  (void)request(*endpoint, "tasks/cancel", {{"taskId", running}});
+  for (int i = 0; i < 2; ++i) {
+    const json result = request(*endpoint, "tasks/result", {{"taskId", queued[i]}});
     EXPECT_EQ(result["result"]["isError"], false) << result.dump();
     EXPECT_EQ(result.value(json::json_pointer("/result/structuredContent/stdout"), json()),
               "ran: step " + std::to_string(i));
