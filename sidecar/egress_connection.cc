@@ -6,10 +6,13 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <cctype>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "sidecar/egress_http.h"
+#include "sidecar/request_framing.h"
 #include "sidecar/sidecar_log.h"
 #include "sidecar/tls_client_hello.h"
 #include "sidecar/tunnel.h"
@@ -40,6 +43,15 @@ bool hopByHop(const std::string& name, const std::vector<std::string>& connectio
   return std::find(kFields.begin(), kFields.end(), name) != kFields.end() ||
          std::find(connection_tokens.begin(), connection_tokens.end(), name) !=
              connection_tokens.end();
+}
+
+// The plain-HTTP head goes up as written (less hop-by-hop fields): one Host, the one checked
+// against the rules, and a body framed as the proxy frames it (by its Content-Length).
+std::optional<std::string> plainHeadRefusal(const http::request_header<>& head) {
+  if (head.count(http::field::host) > 1) {
+    return "the request has more than one Host field; send one, naming the URL's host";
+  }
+  return framingRefusal(head);
 }
 
 std::string authorityOf(const policy::Url& url) {
@@ -144,6 +156,9 @@ void EgressConnection::onHead(const error_code& ec) {
       classifyProxyRequest(*shared_->rules, method_, target_text_,
                            std::string_view(head[http::field::host]), has_body, shared_->denied);
   if (request_.refused()) return refuse(static_cast<unsigned>(request_.status), request_.reason);
+  if (request_.kind == ProxyRequest::Kind::kAbsolute) {
+    if (auto why = plainHeadRefusal(head)) return refuse(400, *why);
+  }
   if (request_.kind == ProxyRequest::Kind::kAbsolute && parser_->chunked()) {
     return refuse(411,
                   "a chunked request body is not relayed over plain HTTP; send a "

@@ -111,12 +111,16 @@ SecretHeaders SecretHeaders::fromJson(const json& entries) {
     const json& entry = entries[i];
     if (!entry.is_object()) throw SecretsError(where + ": must be an object");
     for (const auto& [key, unused] : entry.items()) {
-      if (key != "host" && key != "port" && key != "headers") {
+      if (key != "host" && key != "port" && key != "headers" && key != "relay") {
         throw SecretsError(where + ": unknown key \"" + (isToken(key) ? key : "?") +
-                           "\" (host, port, headers)");
+                           "\" (host, port, headers, relay)");
       }
     }
     SecretHost host{checkedHost(entry, where), checkedPort(entry, where), {}};
+    if (const auto relay = entry.find("relay"); relay != entry.end()) {
+      if (!relay->is_boolean()) throw SecretsError(where + ".relay: must be true or false");
+      host.relay = relay->get<bool>();
+    }
     if (secrets.find(host.host, host.port) != nullptr) {
       throw SecretsError(where + ": " + host.host + ":" + std::to_string(host.port) +
                          " has an earlier entry; merge their headers");
@@ -190,6 +194,14 @@ SecretHeaders SecretHeaders::reachableThrough(const policy::EgressPolicy& rules)
     }
   }
   return reachable;
+}
+
+SecretHeaders SecretHeaders::forRelay() const {
+  SecretHeaders relayed;
+  for (const auto& entry : hosts) {
+    if (entry.relay) relayed.hosts.push_back(entry);
+  }
+  return relayed;
 }
 
 std::vector<std::string> SecretHeaders::hostNames() const {

@@ -2,11 +2,14 @@
 // forwards (request_handler.h) and the egress proxy by interception (tls_intercept.h): the
 // server resolves the operator's `egress.secrets` (values from its environment or files) and
 // writes them into the session directory as JSON, mode 0600:
-//   [{"host": "api.example.com", "port": 443, "headers": {"Authorization": "Bearer ..."}}]
-// `port` defaults to 443. Validated at load time: hosts canonical as policy::parseUrl writes them
-// (lowercase, IPv6 without brackets), one entry per host and port, header names HTTP tokens and
-// not ones that frame or route the request (hop-by-hop, Host, Content-Length, Expect), no name
-// twice (case-insensitive), values without CR, LF or NUL.
+//   [{"host": "api.example.com", "port": 443, "relay": true,
+//     "headers": {"Authorization": "Bearer ..."}}]
+// `port` defaults to 443. `relay` (default false): the MCP relay sets them too, which the server
+// writes only for hosts both the session's and the operator's MCP allowlists name; the proxy
+// intercepts only the hosts its egress rules reach (reachableThrough). Validated at load time:
+// hosts canonical as policy::parseUrl writes them (lowercase, IPv6 without brackets), one entry per
+// host and port, header names HTTP tokens and not ones that frame or route the request (hop-by-hop,
+// Host, Content-Length, Expect), no name twice (case-insensitive), values without CR, LF or NUL.
 // Secret values never leave this struct except into a request: errors name the entry and header
 // but never quote a value (not even JSON syntax errors, whose text would), and toString() lists
 // names only.
@@ -33,6 +36,7 @@ struct SecretHost {
   std::string host;  // canonical
   std::uint16_t port = 443;
   std::vector<SecretHeader> headers;  // never empty
+  bool relay = false;                 // the MCP relay sets them too
 
   // "Authorization, X-Api-Key": the names, for logs.
   [[nodiscard]] std::string headerNames() const;
@@ -64,6 +68,8 @@ struct SecretHeaders {
   [[nodiscard]] std::vector<std::string> hostNames() const;
   // The entries whose host and port `rules` allow (what the egress proxy may intercept).
   [[nodiscard]] SecretHeaders reachableThrough(const policy::EgressPolicy& rules) const;
+  // The entries marked `relay` (what the MCP relay sets).
+  [[nodiscard]] SecretHeaders forRelay() const;
 };
 
 }  // namespace sidecar

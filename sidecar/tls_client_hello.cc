@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace sidecar {
 namespace {
@@ -9,6 +10,9 @@ namespace {
 constexpr std::uint8_t kHandshakeRecord = 22;
 constexpr std::uint8_t kClientHello = 1;
 constexpr std::uint16_t kServerNameExtension = 0;
+// Encrypted Client Hello (draft-ietf-tls-esni) and the encrypted_server_name of its earlier drafts.
+constexpr std::uint16_t kEncryptedClientHelloExtension = 0xfe0d;
+constexpr std::uint16_t kEncryptedServerNameExtension = 0xffce;
 constexpr std::uint8_t kHostNameType = 0;
 constexpr std::size_t kMaxHostName = 253;
 
@@ -96,6 +100,22 @@ ClientHelloScan serverNameOf(std::string_view body) {
   return ClientHelloScan{Status::kServerName, *found, {}};
 }
 
+// With ECH (or ESNI) the server_name in the clear is only a public name of a CDN front, which
+// serves the host named in the encrypted part: checking the clear name would let a tunnel allowed
+// for one site of a CDN reach any other. A GREASE ECH cannot be told from a real one, so both are
+// refused. Returns why the extension is refused, or nothing for any other extension.
+std::optional<std::string> hidesTheServerName(std::uint32_t type) {
+  if (type == kEncryptedClientHelloExtension) {
+    return "the TLS ClientHello offers Encrypted Client Hello (ECH), which hides the server name "
+           "the proxy must check; turn ECH off in the client";
+  }
+  if (type == kEncryptedServerNameExtension) {
+    return "the TLS ClientHello offers encrypted SNI (ESNI), which hides the server name the "
+           "proxy must check; turn ESNI off in the client";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ClientHelloScan scanClientHello(std::string_view bytes) {
@@ -138,6 +158,7 @@ ClientHelloScan scanClientHello(std::string_view bytes) {
     const auto type = extensions.number(2);
     const auto body = extensions.vector(2);
     if (!extensions.ok()) return invalid("a malformed extension");
+    if (auto hidden = hidesTheServerName(type)) return invalid(std::move(*hidden));
     if (type != kServerNameExtension) continue;
     if (named) return invalid("a ClientHello with two server_name extensions");
     named = serverNameOf(body);

@@ -1,9 +1,10 @@
 // The server name a TLS ClientHello asks for (SNI, RFC 6066 section 3), read from the first bytes
 // a client sends through a CONNECT tunnel: the egress proxy passes TLS through unopened, and
 // refuses a tunnel whose ClientHello names another host than the one its CONNECT was allowed for
-// (domain fronting, or a tunnel opened for an allowed name and used for another). Only the first
-// TLS record is read (a ClientHello fits one: at most 16 KiB). Hostile input: every length is
-// checked against the bytes received. Pure and thread-safe.
+// (domain fronting, or a tunnel opened for an allowed name and used for another), or that hides
+// the name it asks for (Encrypted Client Hello, or the older encrypted SNI). Only the first TLS
+// record is read (a ClientHello fits one: at most 16 KiB). Hostile input: every length is checked
+// against the bytes received. Pure and thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,8 @@ struct ClientHelloScan {
     kNeedMore,      // a prefix of a record: read more (up to kMaxClientHelloBytes)
     kServerName,    // server_name holds the one host_name, lowercase
     kNoServerName,  // a well-formed ClientHello without SNI (e.g. to an IP address)
-    kInvalid,       // not a TLS ClientHello, or a malformed one: `error` says what
+    kInvalid,       // not a TLS ClientHello, a malformed one, or one hiding its server name
+                    // (ECH, ESNI): `error` says what
   };
   Status status = Status::kNeedMore;
   std::string server_name;

@@ -25,6 +25,7 @@
 #include "common/text.h"
 #include "sidecar/egress_http.h"
 #include "sidecar/header_filter.h"
+#include "sidecar/request_framing.h"
 #include "sidecar/sidecar_log.h"
 
 namespace sidecar {
@@ -69,8 +70,9 @@ bool isEnd(const error_code& ec) {
          ec == ssl::error::stream_truncated || ec == net::error::connection_reset;
 }
 
-// Drops hop-by-hop fields (Transfer-Encoding stays: the serializer frames the body by it), the
-// fields the Connection header names (except those that frame the message) and Proxy-*.
+// Drops hop-by-hop fields (Transfer-Encoding stays: the serializer frames the body by it, and a
+// request's is checked by framingRefusal first), the fields the Connection header names (except
+// those that frame the message) and Proxy-*.
 template <class Fields>
 void dropHopByHop(Fields& fields) {
   const auto named = connectionTokens(fields[http::field::connection]);
@@ -248,6 +250,9 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
       return answerAndClose(403, std::string(method) + " is not relayed to " + authority(target_) +
                                      ": its answer would echo the operator's secret headers");
     }
+    // The sandbox's framing fields go up as written: none the upstream might read differently,
+    // or the next request (the one with the secrets) could become this one's body.
+    if (auto why = framingRefusal(head)) return answerAndClose(400, *why);
     head_request_ = head.method() == http::verb::head;
     keep_alive_ = request_->keep_alive();
     const bool expects_continue = common::iequals(head[http::field::expect], "100-continue");

@@ -55,10 +55,19 @@ std::string secretValue(const nlohmann::json& source, const std::string& where) 
     if (!value.empty() && value.back() == '\n') value.pop_back();
     if (!value.empty() && value.back() == '\r') value.pop_back();
   }
+  value = source.value("prefix", std::string()) + value;
   if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos) {
     throw sandbox::SandboxError(where + ": the value holds CR, LF or NUL, which no header may");
   }
-  return source.value("prefix", std::string()) + value;
+  // Printable ASCII only: a byte past it would make the secrets file's JSON writer throw an error
+  // quoting that byte, which would reach the model in the creation's error.
+  const auto unprintable = [](unsigned char c) { return c != '\t' && (c < 0x20 || c > 0x7e); };
+  if (std::any_of(value.begin(), value.end(), unprintable)) {
+    throw sandbox::SandboxError(where +
+                                ": the value holds a byte that is not printable ASCII; secret "
+                                "header values are tokens (base64 or hex for binary ones)");
+  }
+  return value;
 }
 
 bool namesMcpServer(const policy::Policy* mcp_policy, const policy::Url& url) {
@@ -91,7 +100,12 @@ nlohmann::json resolveSecrets(const config::EgressConfig& config,
       headers[name] =
           secretValue(source, "egress.secrets[" + std::to_string(i) + "].headers." + name);
     }
-    out.push_back({{"host", url.url->host}, {"port", port}, {"headers", std::move(headers)}});
+    // The relay sets them only where both MCP lists name the host: a model's own mcp_allowlist
+    // naming a host that egress reaches brings it no secret through the relay.
+    out.push_back({{"host", url.url->host},
+                   {"port", port},
+                   {"relay", by_mcp},
+                   {"headers", std::move(headers)}});
   }
   return out;
 }

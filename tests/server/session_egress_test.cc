@@ -213,6 +213,13 @@ TEST(EgressSecrets, ValuesComeFromTheEnvironmentOrAFileAndOnlyForHostsTheSession
   EXPECT_EQ(secrets[0]["port"], 443);
   EXPECT_EQ(secrets[0]["headers"]["Authorization"], "Bearer s3cret-env");
   EXPECT_EQ(secrets[0]["headers"]["X-Api-Key"], "s3cret-file");  // the trailing newline dropped
+  EXPECT_EQ(secrets[0]["relay"], false);  // reached by egress only: the MCP relay does not set it
+  // A model's own mcp_allowlist naming the host (no operator list) does not mark it for the relay.
+  const auto model_list = policy::loadPolicy(json::array({"https://api.example.com/"}));
+  const auto with_model_list =
+      server::resolveSecrets(config, everything.get(), model_list.get(), nullptr);
+  ASSERT_EQ(with_model_list.size(), 1u);
+  EXPECT_EQ(with_model_list[0]["relay"], false);
   // A session narrowed to pypi.org gets none.
   const auto narrowed = server::sessionEgress({{"allow", {"pypi.org"}}}, config);
   EXPECT_TRUE(server::resolveSecrets(config, narrowed.get(), nullptr, nullptr).empty());
@@ -238,6 +245,7 @@ TEST(EgressSecrets, AnMcpServerBothAllowlistsNameGetsItsHostsSecretsWithoutEgres
   EXPECT_EQ(secrets[0]["host"], "mcp.example.com");
   EXPECT_EQ(secrets[0]["port"], 443);
   EXPECT_EQ(secrets[0]["headers"]["Authorization"], "s3cret-env");
+  EXPECT_EQ(secrets[0]["relay"], true);
   // A model's own list (no operator list) never brings a secret, whatever it names.
   EXPECT_TRUE(server::resolveSecrets(config, nullptr, session_list.get(), nullptr).empty());
   EXPECT_TRUE(server::resolveSecrets(config, nullptr, nullptr, operator_list.get()).empty());
@@ -255,6 +263,29 @@ TEST(EgressSecrets, AMissingSourceNamesTheVariableOrFileNeverAValue) {
   } catch (const sandbox::SandboxError& e) {
     EXPECT_NE(std::string(e.what()).find("EGRESS_TEST_ABSENT"), std::string::npos) << e.what();
   }
+  // A byte past printable ASCII is refused naming the entry, never quoting the byte (the JSON
+  // writer's own error would).
+  ::setenv("EGRESS_TEST_BINARY",
+           "tok\xc3\x28"
+           "en",
+           1);
+  const auto binary = withSecrets(
+      json::array({{{"host", "api.example.com"},
+                    {"headers", {{"Authorization", {{"env", "EGRESS_TEST_BINARY"}}}}}}}));
+  try {
+    (void)server::resolveSecrets(binary, server::sessionEgress(true, binary).get(), nullptr,
+                                 nullptr);
+    FAIL() << "a value that is not printable ASCII was accepted";
+  } catch (const sandbox::SandboxError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("egress.secrets[0].headers.Authorization: the value holds a byte that is "
+                        "not printable ASCII"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("s3cr"), std::string::npos) << what;
+    EXPECT_EQ(what.find("0xC3"), std::string::npos) << what;
+  }
+  ::unsetenv("EGRESS_TEST_BINARY");
   const auto fails = [](const json& secrets, const std::string& needle) {
     try {
       (void)withSecrets(secrets);

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "audit_lines.h"
@@ -310,6 +311,34 @@ TEST_F(EgressProxyTest, PlainHttpGoesOutInOriginFormWithoutProxyHeadersOrPipelin
   EXPECT_EQ(lines[0]["method"], "POST");
   EXPECT_EQ(lines[0]["url"], "http://" + authority + "/ok/echo");
   EXPECT_EQ(lines[0]["decision"], "allow") << lines[0].dump();
+}
+
+// The head goes up as written: a second Host would reach the pinned upstream unchecked, and
+// framing it could read otherwise (request_framing.h) would make the body another request.
+TEST_F(EgressProxyTest, PlainHttpWithTwoHostsOrAmbiguousFramingIsRefused) {
+  sidecar_test::TestUpstream upstream;
+  const std::string authority = "localhost:" + std::to_string(upstream.port());
+  start(json::array({authority}));
+  const std::string line = "POST http://" + authority + "/ok/echo HTTP/1.1\r\nHost: " + authority;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\r\nHost: other.example\r\nContent-Length: 0", "more than one Host"},
+      {"\r\nTransfer-Encoding: gzip\r\nContent-Length: 5", "both"},
+      {"\r\nContent-Length: 5, 5", "a list"},
+  };
+  for (const auto& [fields, reason] : cases) {
+    ProxyClient client(socket());
+    client.send(line + fields + "\r\n\r\nhello");
+    const std::string head = client.head();
+    EXPECT_TRUE(head.starts_with("HTTP/1.1 400")) << head;
+    EXPECT_NE(head.find(reason), std::string::npos) << head;
+  }
+  EXPECT_TRUE(upstream.targetsSeen().empty());
+  const auto lines = audit(cases.size());
+  ASSERT_EQ(lines.size(), cases.size());
+  for (const auto& audited : lines) {
+    EXPECT_EQ(audited["decision"], "deny") << audited.dump();
+    EXPECT_EQ(audited["status"], 400) << audited.dump();
+  }
 }
 
 TEST_F(EgressProxyTest, OriginFormAndHttpsInAbsoluteFormAreRefusedWithWhatToDo) {

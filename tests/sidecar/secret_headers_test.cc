@@ -77,6 +77,17 @@ TEST(SecretHeaders, TheProxyInterceptsOnlyTheHostsItsRulesReach) {
   EXPECT_TRUE(secrets.reachableThrough(policy::EgressPolicy{}).hosts.empty());
 }
 
+// The server marks the entries both MCP allowlists name; the relay sets only those.
+TEST(SecretHeaders, TheRelaySetsOnlyTheEntriesMarkedForIt) {
+  const auto secrets = SecretHeaders::fromJson(json::parse(R"([
+    {"host": "api.example.com", "headers": {"A": "1"}},
+    {"host": "mcp.example.com", "relay": true, "headers": {"A": "2"}},
+    {"host": "both.example.com", "relay": false, "headers": {"A": "3"}}
+  ])"));
+  EXPECT_EQ(secrets.forRelay().toString(), "mcp.example.com:443 [A]");
+  EXPECT_FALSE(secrets.hosts[0].relay);
+}
+
 TEST(SecretHeaders, MethodsThatEchoTheRequestAreNamed) {
   for (const char* method : {"TRACE", "TRACK", "trace"}) {
     EXPECT_TRUE(sidecar::echoesRequestHeaders(method)) << method;
@@ -106,6 +117,8 @@ TEST(SecretHeaders, RefusesBadHostsPortsAndShapes) {
        "secrets[0].port"},
       {"unknown key", json::array({{{"host", "a.example"}, {"headers", ok}, {"value", 1}}}),
        "unknown key \"value\""},
+      {"relay text", json::array({{{"host", "a.example"}, {"relay", "yes"}, {"headers", ok}}}),
+       "secrets[0].relay: must be true or false"},
       {"no headers", json::array({{{"host", "a.example"}}}), "secrets[0].headers: required"},
       {"empty headers", entry(json::object()), "secrets[0].headers: required"},
       {"duplicate host", json::array({entry(ok)[0], entry(ok)[0]}),

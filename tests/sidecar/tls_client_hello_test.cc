@@ -1,7 +1,8 @@
 // The SNI reader for CONNECT tunnels (sidecar/tls_client_hello.h) against ClientHellos built here
 // byte by byte: the name comes out lowercase whatever else the hello carries; every prefix asks
-// for more and never decides; malformed or ambiguous hellos are refused with a reason; and
-// thousands of mutated hellos never read past what was received (ASan) nor yield a bad name.
+// for more and never decides; malformed or ambiguous hellos, and ones hiding their name (ECH,
+// ESNI), are refused with a reason; and thousands of mutated hellos never read past what was
+// received (ASan) nor yield a bad name.
 #include "sidecar/tls_client_hello.h"
 
 #include <gtest/gtest.h>
@@ -147,6 +148,78 @@ TEST(TlsClientHello, RefusesWhatIsNotOneClearName) {
     EXPECT_EQ(scan.status, Status::kInvalid) << row.name << ": " << scan.server_name;
     EXPECT_NE(scan.error.find(row.error), std::string::npos) << row.name << ": " << scan.error;
   }
+}
+
+// An ECHClientHello of type outer (draft-ietf-tls-esni section 5): HPKE suite, config id, the
+// encapsulated key and the encrypted inner ClientHello, which names the host actually reached.
+std::string echOuterBody() {
+  return std::string(1, '\0') + be(1, 2) + be(1, 2) + be(0x2a, 1) + be(32, 2) +
+         std::string(32, 'e') + be(200, 2) + std::string(200, 'p');
+}
+
+constexpr std::uint16_t kEch = 0xfe0d;
+constexpr std::uint16_t kEsni = 0xffce;
+
+// The outer name may be the very host the tunnel was opened for: the CDN front serves the inner
+// one. So the extension is refused whatever the clear name, and wherever it sits.
+TEST(TlsClientHello, RefusesAHelloThatHidesItsName) {
+  struct Row {
+    std::string name;
+    std::string bytes;
+    std::string error;
+  };
+  const std::string versions("\x02\x03\x04", 3);
+  const std::string ech_reason =
+      "offers Encrypted Client Hello (ECH), which hides the server name the proxy must check; "
+      "turn ECH off in the client";
+  const std::string esni_reason =
+      "offers encrypted SNI (ESNI), which hides the server name the proxy must check; turn ESNI "
+      "off in the client";
+  const std::vector<Row> rows = {
+      {"ECH behind the allowed name",
+       clientHello({{43, versions}, {0, sniBody({"registry.npmjs.org"})}, {kEch, echOuterBody()}}),
+       ech_reason},
+      {"ECH before the name",
+       clientHello({{kEch, echOuterBody()}, {0, sniBody({"registry.npmjs.org"})}}), ech_reason},
+      {"ECH without a clear name", clientHello({{43, versions}, {kEch, echOuterBody()}}),
+       ech_reason},
+      {"an empty ECH extension",
+       clientHello({{0, sniBody({"registry.npmjs.org"})}, {kEch, std::string()}}), ech_reason},
+      {"an ECH of type inner",
+       clientHello({{0, sniBody({"registry.npmjs.org"})}, {kEch, std::string(1, '\x01')}}),
+       ech_reason},
+      {"ESNI behind the allowed name",
+       clientHello({{0, sniBody({"registry.npmjs.org"})}, {kEsni, std::string(64, 'x')}}),
+       esni_reason},
+  };
+  for (const auto& row : rows) {
+    const auto scan = sidecar::scanClientHello(row.bytes);
+    ASSERT_EQ(scan.status, Status::kInvalid) << row.name << ": " << scan.server_name;
+    EXPECT_NE(scan.error.find(row.error), std::string::npos) << row.name << ": " << scan.error;
+    EXPECT_NE(sidecar::serverNameMismatch(scan, "registry.npmjs.org", false).find(row.error),
+              std::string::npos)
+        << row.name << ": the tunnel to the allowed host is refused too";
+  }
+}
+
+TEST(TlsClientHello, AHelloWithoutEchStillPasses) {
+  const std::string versions("\x02\x03\x04", 3);
+  // Extension types around ECH's and a GREASE one (RFC 8701) are not ECH.
+  const auto hello = clientHello({{0x0a0a, std::string()},
+                                  {43, versions},
+                                  {0, sniBody({"registry.npmjs.org"})},
+                                  {0xfe0c, std::string(8, 'x')},
+                                  {0xfe0e, std::string(8, 'x')},
+                                  {0xffcd, std::string(8, 'x')},
+                                  {51, std::string(100, 'k')}});
+  const auto scan = sidecar::scanClientHello(hello);
+  ASSERT_EQ(scan.status, Status::kServerName) << scan.error;
+  EXPECT_EQ(scan.server_name, "registry.npmjs.org");
+  EXPECT_EQ(sidecar::serverNameMismatch(scan, "registry.npmjs.org", false), "");
+  const auto browser = sidecar::scanClientHello(browserHello("registry.npmjs.org"));
+  EXPECT_EQ(sidecar::serverNameMismatch(browser, "registry.npmjs.org", false), "");
+  const auto openssl = sidecar::scanClientHello(fromHex(kOpenSslHelloHex));
+  EXPECT_EQ(sidecar::serverNameMismatch(openssl, "files.pythonhosted.org", false), "");
 }
 
 TEST(TlsClientHello, TheNameMustBeTheConnectHost) {

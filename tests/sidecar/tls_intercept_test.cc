@@ -6,7 +6,8 @@
 // replace the sandbox's, Proxy-* and Host are rewritten, keep-alive requests (a chunked POST
 // body, a large chunked answer, HEAD) pass intact, ALPN is http/1.1; an upstream whose
 // certificate is not trusted or names another host gets 502 and no request; a request naming
-// another target inside the tunnel gets 400; no log line, result or answer holds a secret value.
+// another target inside the tunnel gets 400, and so does a request whose framing an upstream could
+// read otherwise (nothing goes up); no log line, result or answer holds a secret value.
 #include "sidecar/tls_intercept.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
@@ -370,6 +372,27 @@ TEST_F(TlsInterceptTest, TraceIsRefusedItWouldEchoTheSecretHeaders) {
   EXPECT_EQ(answer.body().find("sekrit"), std::string::npos);
   EXPECT_TRUE(upstream.requests().empty());
   EXPECT_NE(result.end.find("TRACE"), std::string::npos) << result.end;
+}
+
+// Beast frames this POST as bodiless; an upstream that reads its codings otherwise would take the
+// next request on the connection, written with the secrets, as its body (and might echo it).
+TEST_F(TlsInterceptTest, AmbiguousTransferEncodingGets400AndNothingGoesUp) {
+  HttpsEcho upstream(*upstream_ca_, "api.test");
+  http::response<http::string_body> answer;
+  const auto result = run(upstream.port(), tls(), [&](ClientStream& s) {
+    const std::string requests =
+        "POST /store HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked, identity\r\n\r\n"
+        "GET /next HTTP/1.1\r\nHost: api.test\r\n\r\n";
+    net::write(s, net::buffer(requests));
+    boost::beast::flat_buffer buffer;
+    http::read(s, buffer, answer);
+  });
+  EXPECT_EQ(answer.result_int(), 400U);
+  EXPECT_NE(answer.body().find("Transfer-Encoding"), std::string::npos) << answer.body();
+  EXPECT_TRUE(upstream.requests().empty());
+  EXPECT_EQ(result.status, 400U);
+  EXPECT_EQ(result.requests, 0U);
+  EXPECT_NE(result.end.find("Transfer-Encoding"), std::string::npos) << result.end;
 }
 
 TEST_F(TlsInterceptTest, WithoutHttp11InAlpnNoProtocolIsSelected) {
