@@ -7,6 +7,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -27,6 +28,9 @@ namespace net = boost::asio;
 using Protocol = net::local::stream_protocol;
 
 namespace {
+
+// Connections past --egress-max-connections still accepted, so that they read their 503.
+constexpr std::size_t kWaitingForHeadAllowance = 16;
 
 EgressLimits limitsFrom(const SidecarConfig& config) {
   EgressLimits limits;
@@ -88,9 +92,31 @@ struct EgressProxy::Impl {
     acceptor.async_accept([this](boost::system::error_code ec, Protocol::socket socket) {
       if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
       if (ec) return onAcceptFailed(ec);
-      std::make_shared<EgressConnection>(std::move(socket), shared)->start();
+      if (shared->open >= shared->limits.max_connections + kWaitingForHeadAllowance) {
+        dropUnread(socket);
+      } else {
+        std::make_shared<EgressConnection>(std::move(socket), shared)->start();
+      }
       doAccept();
     });
+  }
+
+  // The connection limit is checked at a connection's head (a 503 the client can read), but
+  // connections that never send one count too: past the limit and an allowance for those, a new
+  // connection is closed unread, so code cannot hold thousands of sockets with a head buffer each
+  // (a relay out of memory would restart with a fresh byte budget). Logged at most every 10 s.
+  void dropUnread(Protocol::socket& socket) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    ++dropped_unread;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_drop_report < std::chrono::seconds(10)) return;
+    last_drop_report = now;
+    log().warn(
+        "egress: {} connection(s) closed unread since the last report: {} open, past the "
+        "session's {} connections (--egress-max-connections) and {} more waiting for a head",
+        dropped_unread, shared->open, shared->limits.max_connections, kWaitingForHeadAllowance);
+    dropped_unread = 0;
   }
 
   // Out of descriptors, retrying at once fails at once: pause, and log at most every 10 s.
@@ -128,6 +154,8 @@ struct EgressProxy::Impl {
   Protocol::acceptor acceptor{ioc};
   net::steady_timer accept_pause{ioc};
   common::AcceptBackoff backoff;
+  std::size_t dropped_unread = 0;  // io thread only, like last_drop_report
+  std::chrono::steady_clock::time_point last_drop_report{};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::thread io_thread;
   bool started = false;

@@ -153,6 +153,11 @@ class ProxyClient {
     return out;
   }
   [[nodiscard]] std::string rest() const { return receive(std::size_t{1} << 30); }
+  // Whether the relay closed the connection (end of file) before the read timeout.
+  [[nodiscard]] bool closedByTheRelay() const {
+    char c = 0;
+    return ::read(fd_, &c, 1) == 0;
+  }
 
  private:
   int fd_ = -1;
@@ -388,6 +393,32 @@ TEST_F(EgressProxyTest, ConnectionAndByteLimitsHold) {
   const std::string head = third.head();
   EXPECT_TRUE(head.starts_with("HTTP/1.1 403")) << head;
   EXPECT_NE(head.find("budget"), std::string::npos) << head;
+}
+
+// Connections that never send a head count too: past the limit and the allowance for those
+// (16), a new one is closed unread instead of holding a socket and a head buffer in the relay.
+TEST_F(EgressProxyTest, ConnectionsWithoutAHeadAreBoundedToo) {
+  EchoUpstream echo;
+  const std::string authority = "localhost:" + std::to_string(echo.port());
+  config_.egress_max_connections = 1;
+  start(json::array({authority}));
+  std::vector<std::unique_ptr<ProxyClient>> silent;
+  silent.reserve(17);
+  for (int i = 0; i < 17; ++i) silent.push_back(std::make_unique<ProxyClient>(socket()));
+  {
+    const ProxyClient over(socket());  // accepted after the 17 silent ones: closed unread
+    EXPECT_TRUE(over.closedByTheRelay());
+  }
+  silent.clear();
+  // Once the relay saw the silent ones go, a connection works again.
+  std::string head;
+  for (int attempt = 0; attempt < 50 && !head.starts_with("HTTP/1.1 200"); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ProxyClient again(socket());
+    again.send(connectHead(authority));
+    head = again.head();
+  }
+  EXPECT_TRUE(head.starts_with("HTTP/1.1 200")) << head;
 }
 
 }  // namespace
