@@ -35,14 +35,17 @@ std::string lower(std::string_view text) {
 }
 
 // Hop-by-hop fields (RFC 9110 7.6.1) and the proxy's own: never sent upstream. Fields the
-// Connection header names are hop-by-hop too.
+// Connection header names are hop-by-hop too, except Host and Content-Length: the upstream must
+// frame and route the request as the proxy did (without its length, the body would be read as a
+// second request, with a Host nobody checked).
 bool hopByHop(const std::string& name, const std::vector<std::string>& connection_tokens) {
   static const std::vector<std::string> kFields = {
       "connection", "keep-alive",        "proxy-connection", "proxy-authorization", "te",
       "trailer",    "transfer-encoding", "upgrade",          "proxy-authenticate"};
-  return std::find(kFields.begin(), kFields.end(), name) != kFields.end() ||
-         std::find(connection_tokens.begin(), connection_tokens.end(), name) !=
-             connection_tokens.end();
+  if (std::find(kFields.begin(), kFields.end(), name) != kFields.end()) return true;
+  if (name == "host" || name == "content-length") return false;
+  return std::find(connection_tokens.begin(), connection_tokens.end(), name) !=
+         connection_tokens.end();
 }
 
 // The plain-HTTP head goes up as written (less hop-by-hop fields): one Host, the one checked
@@ -322,9 +325,15 @@ void EgressConnection::intercept(const SecretHost& secret) {
       TunnelSocket(std::move(sandbox_)), std::move(hello_), TunnelSocket(std::move(upstream_)),
       {request_.target.host, request_.target.port}, secret.headers, shared_->intercept_tls, limits,
       [self = shared_from_this(), names = secret.headerNames()](const InterceptResult& result) {
-        const bool clean = result.end == "closed";
         std::string reason = self->request_.reason + "; " + std::to_string(result.requests) +
                              " request(s), secret headers set: " + names;
+        // A request refused inside the tunnel is a refusal like one at the CONNECT: counted as
+        // denied, and listed in the tool result's warnings.
+        if (!result.refusal.empty()) {
+          return self->record("deny", reason + "; refused inside the tunnel: " + result.refusal,
+                              result.status, result.up, result.down);
+        }
+        const bool clean = result.end == "closed";
         if (!clean) reason += "; the connection ended: " + result.end;
         self->record(clean ? "allow" : "error", reason, 200, result.up, result.down);
       });

@@ -57,12 +57,7 @@ int main(int argc, char** argv) {
                      audit, secrets);
       egress->start();
     }
-    // The relay sets only the entries the server marked for it (both MCP allowlists name them).
-    std::shared_ptr<const sidecar::SecretHeaders> relay_secrets;
-    if (secrets)
-      relay_secrets = std::make_shared<const sidecar::SecretHeaders>(secrets->forRelay());
-    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit,
-                                  std::move(relay_secrets));
+    sidecar::SidecarServer server(*parsed.config, std::move(policy), audit, std::move(secrets));
     server.start();
     if (parsed.config->exit_on_stdin_eof) {
       // Detached on purpose: it blocks in read() until the parent goes away, then asks the main

@@ -94,12 +94,13 @@ struct SidecarServer::Impl {
 
 SidecarServer::SidecarServer(SidecarConfig config, std::shared_ptr<const policy::Policy> policy,
                              std::shared_ptr<AuditLog> audit,
-                             std::shared_ptr<const SecretHeaders> secrets) {
+                             const std::shared_ptr<const SecretHeaders>& secrets) {
   initCurlOnce();
   HandlerContext handler;
   handler.policy = std::move(policy);
   handler.audit = std::move(audit);
-  handler.secrets = std::move(secrets);
+  // Only the entries the server marked for the relay (both MCP allowlists name their hosts).
+  if (secrets) handler.secrets = std::make_shared<const SecretHeaders>(secrets->forRelay());
   if (!config.upstream_ca_file.empty()) {
     handler.upstream_ca = ExtraCaCertificates::load(config.upstream_ca_file);
     log().info("sidecar: trusting {} extra CA certificate(s) from {} for https upstreams",

@@ -16,11 +16,12 @@ namespace sidecar {
 
 class SidecarServer {
  public:
-  // `secrets` (may be null): headers set on relayed requests to the hosts it names. Throws
+  // `secrets` (may be null): headers set on relayed requests to the hosts its entries marked
+  // `relay` name (SecretHeaders::forRelay; the others are the egress proxy's). Throws
   // std::runtime_error when config.upstream_ca_file cannot be read.
   SidecarServer(SidecarConfig config, std::shared_ptr<const policy::Policy> policy,
                 std::shared_ptr<AuditLog> audit,
-                std::shared_ptr<const SecretHeaders> secrets = nullptr);
+                const std::shared_ptr<const SecretHeaders>& secrets = nullptr);
   ~SidecarServer();  // stop()
   SidecarServer(const SidecarServer&) = delete;
   SidecarServer& operator=(const SidecarServer&) = delete;

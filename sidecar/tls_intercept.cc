@@ -451,6 +451,7 @@ class Intercept : public std::enable_shared_from_this<Intercept> {
     if (finished_) return;
     if (!sandbox_ready_ || response_head_sent_) return finish(reason);
     result_.status = status;
+    if (status < 500) result_.refusal = reason;
     auto answer = std::make_shared<std::string>(refusalResponse(status, reason));
     closing_ = true;
     error_code ignored;

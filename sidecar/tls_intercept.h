@@ -87,6 +87,9 @@ struct InterceptResult {
   unsigned requests = 0;   // requests forwarded
   unsigned status = 0;     // the last status the sandbox got (the sidecar's own 502/431 included)
   std::string end;  // "closed", "idle", "time", "limit", or why it ended (never a header value)
+  // Why the interception refused a request of the sandbox's (4xx: TRACE, framing, a head too
+  // large, another target), or empty: the proxy records the connection as a refusal then.
+  std::string refusal;
 };
 
 // Starts intercepting: `sandbox` just got `200 Connection established` and sent `client_hello`

@@ -176,7 +176,12 @@ std::optional<int> AgentClient::waitExit(std::chrono::milliseconds timeout) {
 bool processGone(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   if (!stat) return true;
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::string text;
+  try {
+    text.assign(std::istreambuf_iterator<char>(stat), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    return true;  // reaped between the open and the read: the read fails with ESRCH
+  }
   const auto paren = text.rfind(')');
   return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] == 'Z' ||
          text[paren + 2] == 'X';

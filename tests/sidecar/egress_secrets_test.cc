@@ -120,8 +120,9 @@ class TlsThroughProxy {
     return name.data();
   }
   // GET `target` with the sandbox's own Authorization; the answer (throws on a transport error).
-  http::response<http::string_body> get(const std::string& target) {
-    http::request<http::string_body> request{http::verb::get, target, 11};
+  http::response<http::string_body> get(const std::string& target,
+                                        http::verb method = http::verb::get) {
+    http::request<http::string_body> request{method, target, 11};
     request.set(http::field::host, "localhost");
     request.set(http::field::authorization, "fake");
     http::write(stream_, request);
@@ -304,6 +305,30 @@ TEST_F(EgressSecretsTest, ASecretHostIsInterceptedAndItsRequestsGetTheSecretValu
     EXPECT_GT(line["bytes"].get<std::uint64_t>(), 0U);
   }
   EXPECT_EQ(readFile(audit_path_).find("sekrit"), std::string::npos);
+}
+
+// A request the interception refuses (here TRACE, whose answer would echo the secret) makes the
+// connection's audit line a refusal, which the tool result's warnings then list.
+TEST_F(EgressSecretsTest, ARequestRefusedInsideTheTunnelIsRecordedAsARefusal) {
+  HttpsEcho upstream(*upstream_ca_);
+  start({upstream.port()}, upstream.port());
+  {
+    TlsThroughProxy client(config_.egress_listen_path, upstream.port(),
+                           runDir() / sidecar::kCaBundleFileName);
+    ASSERT_FALSE(client.handshakeError()) << client.handshakeError().message();
+    EXPECT_EQ(client.get("/one").result_int(), 200U);
+    EXPECT_EQ(client.get("/echo-me", http::verb::trace).result_int(), 403U);
+  }
+  EXPECT_EQ(upstream.requests().size(), 1U);
+  const auto lines = audit(1);
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0]["decision"], "deny") << lines[0].dump();
+  EXPECT_EQ(lines[0]["status"], 403) << lines[0].dump();
+  const auto reason = lines[0]["reason"].get<std::string>();
+  EXPECT_NE(reason.find("1 request(s), secret headers set: Authorization; refused inside the "
+                        "tunnel: TRACE is not relayed"),
+            std::string::npos)
+      << reason;
 }
 
 TEST_F(EgressSecretsTest, AHostWithoutSecretsPassesTlsThroughUnopened) {

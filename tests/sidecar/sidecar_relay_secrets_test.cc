@@ -38,11 +38,19 @@ class SidecarRelaySecrets : public relay_test::SidecarRelay {
     const json rules = json::array({origin() + "/ok",
                                     "http://localhost:" + std::to_string(upstream_.port()) + "/ok",
                                     std::string("http://") + kFarHost + ":9/x"});
+    // The last entry is the egress proxy's only (not marked `relay`): the relay never sets it.
     const json secrets =
         json::array({{{"host", "127.0.0.1"},
                       {"port", upstream_.port()},
+                      {"relay", true},
                       {"headers", {{"Authorization", kToken}, {"X-Api-Key", "k-1"}}}},
-                     {{"host", kFarHost}, {"port", 9}, {"headers", {{"Authorization", kToken}}}}});
+                     {{"host", kFarHost},
+                      {"port", 9},
+                      {"relay", true},
+                      {"headers", {{"Authorization", kToken}}}},
+                     {{"host", "localhost"},
+                      {"port", upstream_.port()},
+                      {"headers", {{"X-Egress-Only", "proxy-secret"}}}}});
     server_ = std::make_unique<sidecar::SidecarServer>(
         config_, policy::loadPolicy(rules), sidecar::AuditLog::open(config_.audit_log_path),
         std::make_shared<const sidecar::SecretHeaders>(sidecar::SecretHeaders::fromJson(secrets)));
@@ -114,6 +122,7 @@ TEST_F(SidecarRelaySecrets, SecretsFollowTheHostNameNotTheAddressItResolvesTo) {
   ASSERT_EQ(reply.status, 200) << reply.body;
   EXPECT_EQ(reply.bodyJson()["headers"]["authorization"], "Bearer from-the-sandbox");
   EXPECT_FALSE(reply.bodyJson()["headers"].contains("x-api-key"));
+  EXPECT_FALSE(reply.bodyJson()["headers"].contains("x-egress-only"));  // not marked `relay`
 
   Call named;
   named.url = origin() + "/ok/echo";
@@ -153,6 +162,7 @@ class SidecarRelayHttps : public relay_test::SidecarRelay {
     config.upstream_ca_file = trust_the_ca ? ca_file_ : "";
     const json secrets = json::array({{{"host", "localhost"},
                                        {"port", echo_->port()},
+                                       {"relay", true},
                                        {"headers", {{"Authorization", kToken}}}}});
     server_ = std::make_unique<sidecar::SidecarServer>(
         config, policy::loadPolicy(json::array({httpsOrigin() + "/mcp"})),
