@@ -7,7 +7,6 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -108,15 +107,13 @@ struct EgressProxy::Impl {
   void dropUnread(Protocol::socket& socket) {
     boost::system::error_code ignored;
     socket.close(ignored);
-    ++dropped_unread;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_drop_report < std::chrono::seconds(10)) return;
-    last_drop_report = now;
+    // The accept loop's rate limit for its log lines serves here too: a count every 10 s.
+    const auto count = drop_reports.onFailure(common::AcceptBackoff::Clock::now());
+    if (!count) return;
     log().warn(
         "egress: {} connection(s) closed unread since the last report: {} open, past the "
         "session's {} connections (--egress-max-connections) and {} more waiting for a head",
-        dropped_unread, shared->open, shared->limits.max_connections, kWaitingForHeadAllowance);
-    dropped_unread = 0;
+        *count, shared->open, shared->limits.max_connections, kWaitingForHeadAllowance);
   }
 
   // Out of descriptors, retrying at once fails at once: pause, and log at most every 10 s.
@@ -154,8 +151,7 @@ struct EgressProxy::Impl {
   Protocol::acceptor acceptor{ioc};
   net::steady_timer accept_pause{ioc};
   common::AcceptBackoff backoff;
-  std::size_t dropped_unread = 0;  // io thread only, like last_drop_report
-  std::chrono::steady_clock::time_point last_drop_report{};
+  common::AcceptBackoff drop_reports;  // only its log-line rate limit
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::thread io_thread;
   bool started = false;
