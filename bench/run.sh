@@ -16,13 +16,17 @@
 #                with the resume, sessions.persist across a restart (pause.{md,json})
 #   many_paused.mjs  BENCH_PAUSED_SESSIONS paused sessions beside 64 running: a new session past
 #                the limit, memory and disk (many_paused.{md,json})
+#   density.mjs  64 idle data-stack sessions with the frozen tier on and off: host and sandbox
+#                CPU, memory, the first call on a frozen session, how many idle sessions before a
+#                call takes twice as long (density.{md,json})
 #   figures.mjs  a figure's round trip as image content, a DataFrame preview (figures.{md,json})
 #   workloads.mjs real code (printing, numpy, pandas, files, processes, git, sqlite) in a sandbox
 #                against a plain runc container of the same image and limits (workloads.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
 #   bench/run.sh scale             only one of them (bench, channel, connect, remote, scale, sidecar,
-#                                  egress, preload, pause, many_paused, figures or workloads)
+#                                  egress, preload, pause, many_paused, density, figures or
+#                                  workloads)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -99,6 +103,7 @@ cleanup_after_bench() {
   if ((${#leaked[@]})); then
     printf '\nerror: LEAKED %d container(s) of this benchmark run: %s\n' "${#leaked[@]}" "${leaked[*]}" >&2
     printf 'error: removing them now; this is a bug in the server or bench.mjs, please report it\n' >&2
+    thaw_containers "${leaked[@]}"
     docker rm -f "${leaked[@]}" >/dev/null 2>&1 || true
     [[ -S "${SANDBOX_TLS_ENGINE_SOCKET:-}" ]] && { tls_engine_docker rm -f "${leaked[@]}" >/dev/null 2>&1 || true; }
     stop_tls_engine_if_ours
@@ -131,20 +136,22 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs egress.mjs preload.mjs pause.mjs many_paused.mjs figures.mjs workloads.mjs) script
+  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs egress.mjs preload.mjs pause.mjs many_paused.mjs density.mjs figures.mjs workloads.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | connect | remote | scale | sidecar | egress | preload | pause | many_paused | figures | workloads) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, egress, preload, pause, many_paused, figures or workloads (or nothing for all)" ;;
+    bench | channel | connect | remote | scale | sidecar | egress | preload | pause | many_paused | density | figures | workloads) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, egress, preload, pause, many_paused, density, figures or workloads (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     if [[ "${script}" == remote.mjs ]]; then
       start_tls_engine || die "the TLS engine did not start (scripts/tls_dockerd.sh start says why)"
     fi
     log_step "benchmark ${script} (${SERVER_BIN}); the machine is shared, so expect noise"
+    local limit_s="${BENCH_TIMEOUT_S}"
+    [[ "${script}" == density.mjs ]] && limit_s=$((BENCH_TIMEOUT_S * 3)) # 3 servers of 64 sessions
     SANDBOX_MCP_BIN="${SERVER_BIN}" BENCH_PID_FILE="${BENCH_PID_FILE}" \
-      timeout --signal=TERM "${BENCH_TIMEOUT_S}" node "${BENCH_DIR}/${script}" ||
-      die "${script} failed or timed out after ${BENCH_TIMEOUT_S} s (its output above says why)"
+      timeout --signal=TERM "${limit_s}" node "${BENCH_DIR}/${script}" ||
+      die "${script} failed or timed out after ${limit_s} s (its output above says why)"
   done
 }
 

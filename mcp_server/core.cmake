@@ -29,6 +29,7 @@ add_library(mcp_server_sessions STATIC
   server/session.cc
   server/session_factory.cc
   server/session_metrics.cc
+  server/session_freezer.cc
   server/session_registry.cc
   server/snapshot_catalog.cc
   server/volume_policy.cc
@@ -80,6 +81,7 @@ add_library(mcp_protocol STATIC
   mcp/session_resources.cc
   mcp/subscriptions.cc
   mcp/task_extension.cc
+  mcp/task_notifications.cc
   mcp/task_runner.cc
   mcp/task_store.cc
   mcp/task_store_input.cc

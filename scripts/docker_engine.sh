@@ -267,3 +267,24 @@ verify_docker_engine() {
   fi
   log_info "engine ok: runtimes $(jq -r 'keys | join(",")' <<<"${runtimes}"), no default bridge"
 }
+
+# --- thaw_containers -------------------------------------------------------------------------
+# Thaws containers the server froze on this host (sessions.freeze_after_idle_s) before they are
+# removed by hand: the engine cannot remove a frozen container (`docker rm -f` waits until it is
+# thawed). Each argument is a container id; one not frozen (or gone) is left as it is.
+thaw_containers() {
+  local id pid path
+  for id in "$@"; do
+    pid="$(docker inspect -f '{{.State.Pid}}' "${id}" 2>/dev/null)" || continue
+    [[ "${pid}" =~ ^[1-9][0-9]*$ && -r "/proc/${pid}/cgroup" ]] || continue
+    # v1: the freezer hierarchy's line; v2: the unified one ("0::/...").
+    path="$(awk -F: '$2 ~ /(^|,)freezer(,|$)/ { print "/sys/fs/cgroup/freezer" $3 "/freezer.state" }' "/proc/${pid}/cgroup")"
+    if [[ -n "${path}" && -w "${path}" ]]; then
+      [[ "$(cat "${path}")" == THAWED ]] || echo THAWED >"${path}"
+      continue
+    fi
+    path="$(awk -F: '$1 == "0" { print "/sys/fs/cgroup" $3 "/cgroup.freeze" }' "/proc/${pid}/cgroup")"
+    [[ -n "${path}" && -w "${path}" ]] && echo 0 >"${path}"
+  done
+  return 0
+}

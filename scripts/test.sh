@@ -69,6 +69,7 @@ check_container_leaks() {
     printf '    %s\n' "$(docker ps -a --filter "id=${id}" --format '{{.ID}}  {{.Image}}  {{.Status}}  {{.Names}}')" >&2
     short_ids+=("${id:0:12}")
   done
+  thaw_containers "${leaked[@]}" # a frozen one would make `docker rm -f` wait
   printf '    remove them with: docker rm -f %s\n' "${short_ids[*]}" >&2
   return 1
 }

@@ -308,6 +308,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   }
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
+  registerTaskMetrics(metrics_registry, protocol->taskMemory());
   Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol,
               cfg.sessions.persist);
   std::atomic<const transport::HttpTransport*> http_transport{nullptr};

@@ -11,6 +11,26 @@ void registerServerMetrics(metrics::Registry& registry, server::SessionRegistry&
       .set(1);
   registry.gaugeCallback("sandbox_mcp_sessions", "Sandbox sessions (each holds a sandbox).",
                          [&sessions] { return static_cast<double>(sessions.size()); });
+  constexpr const char* kByState = "sandbox_mcp_sessions_by_state";
+  constexpr const char* kByStateHelp =
+      "Sandbox sessions by state: running, frozen (the host's cgroup freezer: no CPU, memory "
+      "kept), paused (to disk).";
+  registry.gaugeCallback(
+      kByState, kByStateHelp,
+      [&sessions] { return static_cast<double>(sessions.stateCounts().running); },
+      {{"state", "running"}});
+  registry.gaugeCallback(
+      kByState, kByStateHelp,
+      [&sessions] { return static_cast<double>(sessions.stateCounts().frozen); },
+      {{"state", "frozen"}});
+  registry.gaugeCallback(
+      kByState, kByStateHelp,
+      [&sessions] { return static_cast<double>(sessions.stateCounts().paused); },
+      {{"state", "paused"}});
+  registry.counterCallback(
+      "sandbox_mcp_session_freezes_total",
+      "Idle sessions frozen (sessions.freeze_after_idle_s) since the server started.",
+      [&sessions] { return static_cast<double>(sessions.stateCounts().freezes); });
   registry.gaugeCallback("sandbox_mcp_executions_running", "Executions running now.", [&sessions] {
     return static_cast<double>(sessions.executionSlots().inUse());
   });
@@ -38,6 +58,21 @@ void registerServerMetrics(metrics::Registry& registry, server::SessionRegistry&
   registry.counterCallback(
       "sandbox_mcp_pool_failures_total", "Warm pool sandboxes that failed to start.",
       [&factory] { return static_cast<double>(factory.poolStats().failures); });
+}
+
+void registerTaskMetrics(metrics::Registry& registry, mcp::TaskMemory& tasks) {
+  registry.gaugeCallback("sandbox_mcp_task_result_bytes",
+                         "Serialized task results the server keeps for its clients.",
+                         [&tasks] { return static_cast<double>(tasks.results.used()); });
+  registry.gaugeCallback(
+      "sandbox_mcp_task_queued_bytes",
+      "Serialized task notifications waiting for a tasks/result stream (all clients).",
+      [&tasks] { return static_cast<double>(tasks.queued.used()); });
+  registry.counterCallback(
+      "sandbox_mcp_task_notifications_dropped_total",
+      "Task notifications dropped, oldest first, to keep a client's (or the server's) queue "
+      "within tasks.max_queued_bytes_per_client (tasks.max_queued_bytes).",
+      [&tasks] { return static_cast<double>(tasks.dropped_notifications.load()); });
 }
 
 }  // namespace app

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/fleet_endpoints.h"
+#include "mcp/task_memory.h"
 #include "metrics/registry.h"
 #include "sandbox/docker/engine_client.h"
 #include "server/session_registry.h"
@@ -16,5 +17,8 @@ namespace app {
 void registerServerMetrics(metrics::Registry& registry, server::SessionRegistry& sessions,
                            const FleetEndpoints& fleet, const sandbox::docker::EngineClient& engine,
                            const std::string& instance_id);
+
+// What the tasks of all clients keep in memory; `tasks` must outlive every scrape.
+void registerTaskMetrics(metrics::Registry& registry, mcp::TaskMemory& tasks);
 
 }  // namespace app

@@ -140,6 +140,11 @@ struct TasksConfig {
   // streams are saved in the sandbox and linked (sandbox://...), as for output past the cap.
   std::int64_t max_result_bytes_per_client = 8LL * 1024 * 1024;
   std::int64_t max_result_bytes = 256LL * 1024 * 1024;
+  // Serialized notifications (progress, output lines, status changes) of a client's tasks that
+  // wait for a tasks/result stream (Streamable HTTP), and of all clients together; past them the
+  // client's oldest go first (the result itself stays whole).
+  std::int64_t max_queued_bytes_per_client = 4LL * 1024 * 1024;
+  std::int64_t max_queued_bytes = 128LL * 1024 * 1024;
 };
 
 struct SessionsConfig {
@@ -157,6 +162,15 @@ struct SessionsConfig {
   // container removed (memory released); its next call restores it. 0: never. Needs runsc on a
   // local engine; elsewhere sessions just stay running.
   std::int64_t pause_after_idle_s = 300;
+  // The frozen tier, before that: a session with no call whose sandbox stayed quiet (its
+  // processes used under 10 % of a core; gVisor's idle Sentry alone uses 3-4 %) this long is
+  // frozen with the host's cgroup freezer: no CPU, its memory kept, thawed in milliseconds by
+  // whatever reaches it next. 0: never. Needs an engine on the server's host; elsewhere sessions
+  // stay running. A session created with freeze: false opts out.
+  std::int64_t freeze_after_idle_s = 3;
+  // Memory frozen sessions may hold together; past it the longest frozen are paused to disk
+  // (when sessions can be paused). 0: half of this host's memory.
+  std::int64_t max_frozen_mib = 0;
   // Where paused sessions' snapshots are kept (0700, root only; never mounted into a sandbox).
   std::string snapshot_dir = "/var/lib/sandbox-mcp/snapshots";
   // Named snapshots (snapshot_session) one client may hold, in count and bytes on disk.

@@ -61,6 +61,8 @@ json toJson(const ServerConfig& c) {
             {{"max_sessions", c.sessions.max_sessions},
              {"idle_timeout_s", c.sessions.idle_timeout_s},
              {"pause_after_idle_s", c.sessions.pause_after_idle_s},
+             {"freeze_after_idle_s", c.sessions.freeze_after_idle_s},
+             {"max_frozen_mib", c.sessions.max_frozen_mib},
              {"max_paused_sessions", c.sessions.max_paused_sessions},
              {"max_paused_gib", c.sessions.max_paused_gib},
              {"snapshot_dir", c.sessions.snapshot_dir},
@@ -113,7 +115,9 @@ json toJson(const ServerConfig& c) {
                        {"poll_interval_ms", c.tasks.poll_interval_ms},
                        {"inline_wait_ms", c.tasks.inline_wait_ms},
                        {"max_result_bytes_per_client", c.tasks.max_result_bytes_per_client},
-                       {"max_result_bytes", c.tasks.max_result_bytes}};
+                       {"max_result_bytes", c.tasks.max_result_bytes},
+                       {"max_queued_bytes_per_client", c.tasks.max_queued_bytes_per_client},
+                       {"max_queued_bytes", c.tasks.max_queued_bytes}};
   document["mcp"]["sidecar"]["audit_log_max_bytes"] = c.mcp.sidecar.audit_log_max_bytes;
   // A default profile the operator removed reads back as removed: null.
   nlohmann::json profiles = c.egress.profiles;

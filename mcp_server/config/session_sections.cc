@@ -47,6 +47,8 @@ void readTasks(ObjectReader& parent, TasksConfig& out) {
   r.read("inline_wait_ms", out.inline_wait_ms);
   r.read("max_result_bytes_per_client", out.max_result_bytes_per_client);
   r.read("max_result_bytes", out.max_result_bytes);
+  r.read("max_queued_bytes_per_client", out.max_queued_bytes_per_client);
+  r.read("max_queued_bytes", out.max_queued_bytes);
   r.rejectUnknown();
   requireAtLeast(out.max_per_client, 1, "tasks.max_per_client");
   requireAtLeast(out.default_ttl_ms, 1000, "tasks.default_ttl_ms");
@@ -56,6 +58,9 @@ void readTasks(ObjectReader& parent, TasksConfig& out) {
   requireAtLeast(out.max_result_bytes_per_client, std::int64_t{64} * 1024,
                  "tasks.max_result_bytes_per_client");
   requireAtLeast(out.max_result_bytes, out.max_result_bytes_per_client, "tasks.max_result_bytes");
+  requireAtLeast(out.max_queued_bytes_per_client, std::int64_t{16} * 1024,
+                 "tasks.max_queued_bytes_per_client");
+  requireAtLeast(out.max_queued_bytes, out.max_queued_bytes_per_client, "tasks.max_queued_bytes");
 }
 
 void readSessions(ObjectReader& parent, SessionsConfig& out) {
@@ -66,6 +71,8 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.read("idle_timeout_s", out.idle_timeout_s);
   r.read("max_sessions_per_client", out.max_sessions_per_client);
   r.read("pause_after_idle_s", out.pause_after_idle_s);
+  r.read("freeze_after_idle_s", out.freeze_after_idle_s);
+  r.read("max_frozen_mib", out.max_frozen_mib);
   r.read("max_paused_sessions", out.max_paused_sessions);
   r.read("max_paused_gib", out.max_paused_gib);
   r.read("snapshot_dir", out.snapshot_dir);
@@ -76,6 +83,8 @@ void readSessions(ObjectReader& parent, SessionsConfig& out) {
   r.read("persist", out.persist);
   r.rejectUnknown();
   requireAtLeast(out.pause_after_idle_s, 0, "sessions.pause_after_idle_s");
+  requireAtLeast(out.freeze_after_idle_s, 0, "sessions.freeze_after_idle_s");
+  requireAtLeast(out.max_frozen_mib, 0, "sessions.max_frozen_mib");
   requireAtLeast(out.max_paused_sessions, 0, "sessions.max_paused_sessions");
   requireAtLeast(out.max_paused_gib, 1, "sessions.max_paused_gib");
   requireAtLeast(out.max_snapshots_per_client, 0, "sessions.max_snapshots_per_client");

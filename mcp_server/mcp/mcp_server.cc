@@ -92,7 +92,8 @@ McpServer::McpServer(const config::ServerConfig& config, server::SessionRegistry
       principals_(std::move(principals)),
       features_(withIdentity(std::move(features))),
       task_threads_(static_cast<std::size_t>(config.execution.max_concurrent)),
-      task_result_bytes_(static_cast<std::size_t>(config.tasks.max_result_bytes)) {
+      task_memory_(static_cast<std::size_t>(config.tasks.max_result_bytes),
+                   static_cast<std::size_t>(config.tasks.max_queued_bytes)) {
   if (features_.subscriptions != nullptr || !features_.session_resources) return;
   Announceable offered;
   offered.resources_list_changed = true;
@@ -114,7 +115,7 @@ std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner,
                                                    const jsonrpc::Principal& principal) {
   return std::make_shared<McpEndpoint>(callerFor(owner, principal), config_, sessions_, tools_,
                                        task_threads_, metrics_, &announcements_,
-                                       &task_result_bytes_, &features_, &seal_);
+                                       &task_memory_, &features_, &seal_);
 }
 
 server::Caller McpServer::callerFor(const std::string& owner,
@@ -137,7 +138,7 @@ server::Caller McpServer::callerFor(const std::string& owner,
 McpEndpoint::McpEndpoint(server::Caller caller, const config::ServerConfig& config,
                          server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
                          server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics,
-                         Announcements* announcements, ResultBytes* task_result_bytes,
+                         Announcements* announcements, TaskMemory* task_memory,
                          const ServerFeatures* features, const RequestStateSeal* seal)
     : caller_(std::move(caller)),
       config_(config),
@@ -149,7 +150,7 @@ McpEndpoint::McpEndpoint(server::Caller caller, const config::ServerConfig& conf
       own_seal_(seal == nullptr ? std::make_unique<RequestStateSeal>() : nullptr),
       seal_(seal != nullptr ? *seal : *own_seal_),
       resources_(sessions, config),
-      tasks_(caller_, config, sessions, lanes_, task_threads, metrics, task_result_bytes) {
+      tasks_(caller_, config, sessions, lanes_, task_threads, metrics, task_memory) {
   tasks_.afterEachCall([this](const json& arguments) { announceFileChanges(arguments); });
   dispatcher_.onRequest("initialize", [this](const json& params, jsonrpc::CallContext& call) {
     return initialize(params, call.transport);

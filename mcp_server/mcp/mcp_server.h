@@ -62,6 +62,9 @@ class McpServer : public jsonrpc::EndpointFactory {
   // now and of every one started later (e.g. the server is draining).
   void announce(std::string text) { announcements_.announce(std::move(text)); }
 
+  // What all clients' tasks keep in memory (GET /metrics).
+  [[nodiscard]] TaskMemory& taskMemory() { return task_memory_; }
+
   // tools/call requests running now, plain ones and tasks (any tool: executions, transfers).
   [[nodiscard]] std::size_t callsInFlight() {
     return announcements_.listening() + task_threads_.inUse();
@@ -80,7 +83,7 @@ class McpServer : public jsonrpc::EndpointFactory {
   RequestStateSeal seal_;  // one key per process: input-required states of every endpoint
   Announcements announcements_;
   server::ExecutionSlots task_threads_;  // tasks running server-wide, each on a thread of its own
-  ResultBytes task_result_bytes_;        // task results all clients keep
+  TaskMemory task_memory_;               // what all clients' tasks keep
 };
 
 class McpEndpoint : public jsonrpc::Endpoint {
@@ -88,7 +91,7 @@ class McpEndpoint : public jsonrpc::Endpoint {
   McpEndpoint(server::Caller caller, const config::ServerConfig& config,
               server::SessionRegistry& sessions, const tools::ToolRegistry& tools,
               server::ExecutionSlots& task_threads, const tools::ToolMetrics* metrics = nullptr,
-              Announcements* announcements = nullptr, ResultBytes* task_result_bytes = nullptr,
+              Announcements* announcements = nullptr, TaskMemory* task_memory = nullptr,
               const ServerFeatures* features = nullptr, const RequestStateSeal* seal = nullptr);
   ~McpEndpoint() override;
 

@@ -70,14 +70,17 @@ std::string TaskRunner::taskIdOf(const json& params, const char* method) {
 TaskRunner::TaskRunner(server::Caller caller, const config::ServerConfig& config,
                        server::SessionRegistry& sessions, SessionLanes& lanes,
                        server::ExecutionSlots& threads, const tools::ToolMetrics* metrics,
-                       ResultBytes* server_result_bytes)
+                       TaskMemory* server_memory)
     : caller_(std::move(caller)),
       config_(config),
       sessions_(sessions),
       metrics_(metrics),
       lanes_(lanes),
       threads_(threads),
-      store_(limitsFrom(config, sessions.routeTag()), TaskStore::Clock::now, server_result_bytes) {}
+      store_(limitsFrom(config, sessions.routeTag()), TaskStore::Clock::now,
+             server_memory != nullptr ? &server_memory->results : nullptr),
+      notifications_(static_cast<std::size_t>(config.tasks.max_queued_bytes_per_client),
+                     server_memory) {}
 
 TaskRunner::~TaskRunner() { shutdown(); }
 
@@ -91,10 +94,7 @@ json TaskRunner::start(Start request) {
     reap();
     task = store_.create(ttl);  // bounded per client: tasks.max_per_client, queued ones included
     running->id = task["taskId"].get<std::string>();
-    // The outbox outlives the thread: a tasks/result may come for the queued messages later.
-    running->outbox = std::make_shared<TaskOutbox>(
-        std::move(request.direct_notify),
-        static_cast<std::size_t>(config_.execution.max_output_bytes) * 2);
+    running->direct = std::move(request.direct_notify);
     running_.emplace(running->id, running);
   }
   auto what = std::make_shared<Launch>(
@@ -167,14 +167,13 @@ void TaskRunner::run(const std::shared_ptr<Running>& task, const Launch& what,
                      SessionLanes::Place& place, std::optional<server::ExecutionSlots::Slot> slot) {
   const std::string& id = task->id;
   json result;
-  auto outbox = task->outbox;
   // MCP: every notification about a task names it in _meta.
-  auto notify = [outbox, id](const json& message) {
-    json tagged = message;
-    tagged["params"]["_meta"][kRelatedTaskMetaKey] = {{"taskId", id}};
-    outbox->send(tagged);
+  auto tagged = [this, task, id](const json& message) {
+    json copy = message;
+    copy["params"]["_meta"][kRelatedTaskMetaKey] = {{"taskId", id}};
+    notify(*task, copy);
   };
-  RequestUpdates updates(notify, what.progress_token, what.client_logs_output);
+  RequestUpdates updates(tagged, what.progress_token, what.client_logs_output);
   tools::ToolContext ctx{caller_, task->cancel, sessions_, config_, updates, metrics_};
   Outcome outcome;
   try {
@@ -268,8 +267,9 @@ void TaskRunner::finishTask(Running& task, json result, std::optional<json> erro
   settle(task, std::nullopt);  // after the store has the result: a call waiting inline reads it
   if (finished) {
     spdlog::debug("task {} {}", task.id, (*finished)["status"].get<std::string>());
-    task.outbox->send(
-        json{{"jsonrpc", "2.0"}, {"method", "notifications/tasks/status"}, {"params", *finished}});
+    notify(task, json{{"jsonrpc", "2.0"},
+                      {"method", "notifications/tasks/status"},
+                      {"params", *finished}});
   }
 }
 
@@ -297,10 +297,13 @@ json TaskRunner::keepable(const std::string& task_id, tools::ToolResult result) 
   return call_result;
 }
 
-std::shared_ptr<TaskOutbox> TaskRunner::outboxOf(const std::string& id) {
-  std::lock_guard lock(mutex_);
-  const auto it = running_.find(id);
-  return it != running_.end() ? it->second->outbox : nullptr;
+void TaskRunner::notify(Running& task, const json& message) {
+  if (task.direct) {
+    std::lock_guard lock(task.direct_mutex);
+    task.direct(message);
+    return;
+  }
+  notifications_.send(task.id, message);
 }
 
 json TaskRunner::get(const json& params) { return store_.get(taskIdOf(params, "tasks/get")); }
@@ -308,16 +311,16 @@ json TaskRunner::get(const json& params) { return store_.get(taskIdOf(params, "t
 json TaskRunner::result(const json& params, const std::function<void(const json&)>& notify,
                         CancelToken& stop) {
   const std::string id = taskIdOf(params, "tasks/result");
-  std::shared_ptr<TaskOutbox> outbox = outboxOf(id);
   std::uint64_t listener = 0;
-  if (outbox && notify) listener = outbox->attach(notify);
+  if (notify && store_.contains(id)) listener = notifications_.attach(id, notify);
   struct Detach {
-    TaskOutbox* outbox;
+    TaskNotifications& notifications;
+    const std::string& id;
     std::uint64_t key;
     ~Detach() {
-      if (outbox != nullptr && key != 0) outbox->detach(key);
+      if (key != 0) notifications.detach(id, key);
     }
-  } detach{outbox.get(), listener};
+  } detach{notifications_, id, listener};
   return store_.waitResult(id, stop);
 }
 
@@ -326,11 +329,11 @@ void TaskRunner::resultLater(const json& params, const std::function<void(const 
                              const std::shared_ptr<CancelToken>& cancel,
                              const std::shared_ptr<CancelToken>& abandoned) {
   const std::string id = taskIdOf(params, "tasks/result");
-  const std::shared_ptr<TaskOutbox> outbox = outboxOf(id);
   // The task's notifications ride on this request's stream while it waits.
-  const std::uint64_t listener = outbox && notify ? outbox->attach(notify) : 0;
-  const auto stopListening = [outbox, listener] {
-    if (outbox && listener != 0) outbox->detach(listener);
+  const std::uint64_t listener =
+      notify && store_.contains(id) ? notifications_.attach(id, notify) : 0;
+  const auto stopListening = [this, id, listener] {
+    if (listener != 0) notifications_.detach(id, listener);
   };
   auto parked = std::make_shared<ParkedRequest>(std::move(reply));
   std::uint64_t waiter = 0;
@@ -410,6 +413,7 @@ void TaskRunner::reap() {
     }
     if (task->thread.joinable()) task->thread.join();  // it has finished: returns at once
     if (!store_.contains(task->id)) {
+      notifications_.forget(task->id);
       it = running_.erase(it);
     } else {
       ++it;

@@ -24,7 +24,8 @@
 #include "config/config.h"
 #include "jsonrpc/reply.h"
 #include "mcp/session_lanes.h"
-#include "mcp/task_outbox.h"
+#include "mcp/task_memory.h"
+#include "mcp/task_notifications.h"
 #include "mcp/task_store.h"
 #include "server/caller.h"
 #include "server/execution_slots.h"
@@ -48,7 +49,7 @@ class TaskRunner {
   TaskRunner(server::Caller caller, const config::ServerConfig& config,
              server::SessionRegistry& sessions, SessionLanes& lanes,
              server::ExecutionSlots& threads, const tools::ToolMetrics* metrics = nullptr,
-             ResultBytes* server_result_bytes = nullptr);
+             TaskMemory* server_memory = nullptr);
   ~TaskRunner();
   TaskRunner(const TaskRunner&) = delete;
   TaskRunner& operator=(const TaskRunner&) = delete;
@@ -61,7 +62,7 @@ class TaskRunner {
     std::string lane_key;  // the session the call names; empty: a new session
     bool client_logs_output = false;
     // Set when notifications may be sent after the request is answered (stdio); else they wait
-    // for a tasks/result stream (TaskOutbox).
+    // for a tasks/result stream (TaskNotifications).
     std::function<void(const json&)> direct_notify;
     // A task of the tasks extension: it may ask its client for input (input_required), and
     // `inputs` are the request's declared capabilities and MRTR answers.
@@ -115,7 +116,10 @@ class TaskRunner {
   struct Running {
     std::string id;
     CancelToken cancel;
-    std::shared_ptr<TaskOutbox> outbox;
+    // Its notifications: to `direct` when set (in order: `direct_mutex`), else through the
+    // connection's TaskNotifications.
+    std::function<void(const json&)> direct;
+    std::mutex direct_mutex;
     std::thread thread;
     std::atomic<bool> launched{false};  // its turn came (or it was cancelled while queued)
     std::atomic<bool> done{false};
@@ -155,7 +159,7 @@ class TaskRunner {
   // The tool's result as it will be kept: within the result budgets, spilled to the sandbox first
   // when it does not fit.
   json keepable(const std::string& task_id, tools::ToolResult result);
-  [[nodiscard]] std::shared_ptr<TaskOutbox> outboxOf(const std::string& id);
+  void notify(Running& task, const json& message);
   // params.taskId of a tasks/* request, or -32602 naming `method`.
   [[nodiscard]] static std::string taskIdOf(const json& params, const char* method);
   void reap();  // mutex_ held: joins finished threads, forgets tasks the store forgot
@@ -167,6 +171,7 @@ class TaskRunner {
   SessionLanes& lanes_;
   server::ExecutionSlots& threads_;
   TaskStore store_;
+  TaskNotifications notifications_;
   std::function<void(const json& arguments)> after_call_;
   std::atomic<std::size_t> awaiting_input_{0};  // tasks in input_required now
 

@@ -52,7 +52,7 @@ const char* toString(TaskStatus status) noexcept {
 }
 
 TaskStore::TaskStore(TaskLimits limits, std::function<Clock::time_point()> now,
-                     ResultBytes* server_bytes)
+                     ByteBudget* server_bytes)
     : limits_(limits),
       now_(std::move(now)),
       server_bytes_(server_bytes),

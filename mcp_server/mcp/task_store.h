@@ -4,7 +4,6 @@
 // after it finished. Thread-safe; waitResult() blocks until a task's result is in.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -17,6 +16,7 @@
 #include <string>
 
 #include "common/cancel_token.h"
+#include "mcp/task_memory.h"
 
 namespace mcp {
 
@@ -30,32 +30,6 @@ enum class TaskStatus { kWorking, kInputRequired, kCompleted, kFailed, kCancelle
 }
 
 inline constexpr const char* kRelatedTaskMetaKey = "io.modelcontextprotocol/related-task";
-
-// Bytes of task results all connections keep, against tasks.max_result_bytes. Thread-safe.
-class ResultBytes {
- public:
-  explicit ResultBytes(std::size_t max_bytes) : max_(max_bytes) {}
-  // Adds `bytes` unless the total would pass the maximum; `force` adds them anyway.
-  [[nodiscard]] bool tryAdd(std::size_t bytes, bool force = false) {
-    std::lock_guard lock(mutex_);
-    if (!force && used_ + bytes > max_) return false;
-    used_ += bytes;
-    return true;
-  }
-  void remove(std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    used_ -= std::min(bytes, used_);
-  }
-  [[nodiscard]] std::size_t used() {
-    std::lock_guard lock(mutex_);
-    return used_;
-  }
-
- private:
-  const std::size_t max_;
-  std::mutex mutex_;
-  std::size_t used_ = 0;
-};
 
 struct TaskLimits {
   std::size_t max_tasks = 32;
@@ -80,7 +54,7 @@ class TaskStore {
   // `server_bytes`, when set, is the budget all connections' results share; it must outlive
   // the store.
   explicit TaskStore(TaskLimits limits, std::function<Clock::time_point()> now = Clock::now,
-                     ResultBytes* server_bytes = nullptr);
+                     ByteBudget* server_bytes = nullptr);
   ~TaskStore();
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
@@ -188,7 +162,7 @@ class TaskStore {
 
   const TaskLimits limits_;
   const std::function<Clock::time_point()> now_;
-  ResultBytes* const server_bytes_;
+  ByteBudget* const server_bytes_;
   std::size_t result_bytes_ = 0;  // reserved by this connection's tasks
   const Clock::time_point steady_epoch_;
   const std::chrono::system_clock::time_point wall_epoch_;

@@ -122,6 +122,20 @@ class Sandbox {
   virtual void checkpoint(const std::filesystem::path& /*dir*/) {
     throw SandboxError("this sandbox cannot be checkpointed (its backend has no checkpoints)");
   }
+
+  // The frozen tier (sessions.freeze_after_idle_s): freeze() stops every process of the sandbox
+  // where it is, keeping its memory, at no CPU cost. Anything that reaches it afterwards (a call,
+  // a checkpoint, its removal) thaws it first, before a call's clock starts. False, and nothing
+  // changes, when a call is running or this sandbox cannot be frozen (the backend cannot).
+  virtual bool freeze() { return false; }
+  [[nodiscard]] virtual bool frozen() const noexcept { return false; }
+  // What the sandbox used: its CPU time so far, and its memory now.
+  struct Usage {
+    std::uint64_t cpu_ns = 0;
+    std::uint64_t memory_bytes = 0;
+  };
+  // nullopt when the backend cannot tell (then it is never frozen either).
+  [[nodiscard]] virtual std::optional<Usage> usage() { return std::nullopt; }
 };
 
 struct HealthCheck {
@@ -157,6 +171,10 @@ class Backend {
   virtual int removeOrphans() = 0;
   [[nodiscard]] virtual std::vector<HealthCheck> healthChecks() = 0;
 
+  // Why this backend's sandboxes can never be frozen (Sandbox::freeze), or nullopt when they can.
+  [[nodiscard]] virtual std::optional<std::string> freezeUnsupported() {
+    return "this backend has no freezer";
+  }
   // Why sandboxes of `runtime` cannot be checkpointed and restored here (a sentence an operator
   // can act on); nullopt when they can.
   [[nodiscard]] virtual std::optional<std::string> checkpointUnsupported(

@@ -120,6 +120,22 @@ void PausableSandbox::checkpoint(const std::filesystem::path& dir) {
   withLive([&](Sandbox& live) { live.checkpoint(dir); });
 }
 
+bool PausableSandbox::freeze() {
+  std::shared_lock lock(mutex_, std::try_to_lock);
+  return lock.owns_lock() && live_ != nullptr && live_->freeze();
+}
+
+bool PausableSandbox::frozen() const noexcept {
+  std::shared_lock lock(mutex_, std::try_to_lock);
+  return lock.owns_lock() && live_ != nullptr && live_->frozen();
+}
+
+std::optional<Sandbox::Usage> PausableSandbox::usage() {
+  std::shared_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || live_ == nullptr) return std::nullopt;
+  return live_->usage();
+}
+
 bool PausableSandbox::pause() {
   if (store_ == nullptr) return false;
   std::unique_lock lock(mutex_, std::try_to_lock);

@@ -62,6 +62,10 @@ class PausableSandbox final : public Sandbox {
                           std::size_t length) override;
   FileListing listFiles(const std::string& path) override;
   void checkpoint(const std::filesystem::path& dir) override;
+  // The live sandbox's; false, not frozen and unknown while paused (or busy pausing).
+  bool freeze() override;
+  [[nodiscard]] bool frozen() const noexcept override;
+  [[nodiscard]] std::optional<Usage> usage() override;
 
   // Whether pause() can ever succeed here (a store, and a backend with checkpoints).
   [[nodiscard]] bool pausable() const noexcept { return store_ != nullptr; }

@@ -319,6 +319,8 @@ SnapshotStore::~SnapshotStore() {
   // An instance id is often random (a stdio server per client session): its directory goes when
   // it holds nothing, so that server starts do not pile up empty directories.
   if (::rmdir(instance_dir_.c_str()) == 0 || errno == ENOENT) {
+    // Nothing to come back for: a mark for a restart would only be litter.
+    ::unlink((root_ / ("." + instance_id_ + ".persist")).c_str());
     ::unlink((root_ / ("." + instance_id_ + ".lock")).c_str());
   }
 }

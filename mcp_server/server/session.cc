@@ -39,8 +39,17 @@ void Session::resume() {
   if (pausable_ != nullptr) pausable_->resume();
 }
 
+bool Session::freeze() { return options_.freeze && !inUse() && sandbox_->freeze(); }
+
 std::string_view Session::state() const noexcept {
-  return pausable_ != nullptr ? sandbox::toString(pausable_->state()) : "running";
+  if (pausable_ != nullptr && pausable_->state() != sandbox::PausableSandbox::State::kRunning) {
+    return sandbox::toString(pausable_->state());
+  }
+  return sandbox_->frozen() ? "frozen" : "running";
+}
+
+bool Session::resident() const noexcept {
+  return pausable_ == nullptr || pausable_->state() == sandbox::PausableSandbox::State::kRunning;
 }
 
 bool Session::pausable() const noexcept { return pausable_ != nullptr && pausable_->pausable(); }

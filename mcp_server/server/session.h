@@ -40,6 +40,8 @@ struct SessionOptions {
   // mcp_allowlist, egress): sealed into the session's snapshots, so that a server started again
   // (sessions.persist) checks them against its own config before it brings the session back.
   nlohmann::json arguments = nlohmann::json::object();
+  // false: never frozen while idle (the session keeps time; sessions.freeze_after_idle_s).
+  bool freeze = true;
 };
 
 class Session {
@@ -74,8 +76,14 @@ class Session {
   void rollBack(const std::string& snapshot_id);
   // Whether pause() can ever succeed (a store and checkpoints on this backend).
   [[nodiscard]] bool pausable() const noexcept;
-  // "running", "paused" or "lost".
+  // Freezes an idle sandbox where it is (the frozen tier: no CPU, its memory kept; the next use
+  // thaws it); false when it cannot now (in use, the session opted out, the backend cannot).
+  bool freeze();
+  [[nodiscard]] bool frozen() const noexcept { return sandbox_->frozen(); }
+  // "running", "frozen", "paused" or "lost".
   [[nodiscard]] std::string_view state() const noexcept;
+  // Whether its sandbox holds a container (running or frozen), as max_sessions counts.
+  [[nodiscard]] bool resident() const noexcept;
   [[nodiscard]] bool paused() const noexcept;
   // Bytes the pause's snapshot holds on disk; 0 while running.
   [[nodiscard]] std::uint64_t snapshotBytes() const noexcept;

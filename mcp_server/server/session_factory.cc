@@ -83,6 +83,7 @@ SessionFactory::SessionFactory(const config::ServerConfig& config, sandbox::Back
     WarmPoolOptions options;
     options.size = static_cast<std::size_t>(config_.pool.size);
     options.preload_python = config_.pool.preload_python;
+    options.freeze_ready = config_.sessions.freeze_after_idle_s > 0;
     options.start_delay = services_.pool_start_delay;
     pool_ = std::make_unique<WarmPool>(
         backend_,

@@ -86,6 +86,10 @@ class SessionFactory {
   // checkpoints on this backend, or the directory unusable: said once in the log). Made on first
   // use.
   [[nodiscard]] sandbox::SnapshotStore* snapshotStore();
+  // Why sandboxes cannot be frozen here (the backend's reason), or nullopt.
+  [[nodiscard]] std::optional<std::string> freezeUnsupported() {
+    return backend_.freezeUnsupported();
+  }
   // Zeros when the pool is disabled (pool.size 0).
   [[nodiscard]] WarmPool::Stats poolStats();
   // A client is here: the warm pool starts filling if it was still waiting (pool_start_delay).

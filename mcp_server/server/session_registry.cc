@@ -44,6 +44,7 @@ std::string firstDifference(const SessionOptions& have, const SessionOptions& wa
     return options.arguments.value("egress", nlohmann::json(false));
   };
   if (egress(want) != egress(have)) return "egress";
+  if (want.freeze != have.freeze) return "freeze";
   return {};
 }
 
@@ -67,6 +68,27 @@ void destroyConcurrently(std::vector<std::shared_future<std::shared_ptr<Session>
   }
 }
 
+// The frozen tier as this server runs it: off when the operator turned it off or the backend
+// cannot freeze (said once).
+FreezeSettings freezeSettings(const config::ServerConfig& config, SessionFactory& factory) {
+  FreezeSettings settings;
+  if (config.sessions.freeze_after_idle_s <= 0) return settings;
+  if (const auto why = factory.freezeUnsupported()) {
+    log()->info("idle sessions stay running (sessions.freeze_after_idle_s is off here): {}", *why);
+    return settings;
+  }
+  settings.after = std::chrono::seconds(config.sessions.freeze_after_idle_s);
+  settings.max_frozen_bytes = config.sessions.max_frozen_mib > 0
+                                  ? static_cast<std::uint64_t>(config.sessions.max_frozen_mib) << 20
+                                  : defaultFrozenBudgetBytes();
+  log()->info(
+      "sessions quiet for {} s are frozen (sessions.freeze_after_idle_s: no CPU, thawed by their "
+      "next use); frozen ones hold at most {} MiB (sessions.max_frozen_mib), the longest frozen "
+      "are paused to disk past it",
+      config.sessions.freeze_after_idle_s, settings.max_frozen_bytes >> 20);
+  return settings;
+}
+
 }  // namespace
 
 SessionRegistry::SessionRegistry(const config::ServerConfig& config,
@@ -75,6 +97,7 @@ SessionRegistry::SessionRegistry(const config::ServerConfig& config,
       factory_(std::move(factory)),
       route_tag_(std::move(route_tag)),
       slots_(static_cast<std::size_t>(config.execution.max_concurrent)),
+      freezer_(freezeSettings(config, *factory_)),
       reaper_([this] { reapLoop(); }) {}
 
 SessionRegistry::~SessionRegistry() { shutdown(); }
@@ -169,7 +192,9 @@ bool SessionRegistry::resumeWithRoom(const std::shared_ptr<Session>& session) {
   session->touch();
   {
     std::unique_lock room(mutex_);
-    makeRoomToRun(room, session.get());
+    const auto entry = sessions_.find(key(session->owner(), session->id()));
+    makeRoomToRun(room, entry != sessions_.end() ? entry->second.quota_key : session->owner(),
+                  session.get());
     ++resuming_;  // counts as running from now on
   }
   const struct Resumed {
@@ -197,7 +222,7 @@ std::size_t SessionRegistry::runningCount() const {
       continue;
     }
     try {
-      if (entry.pending.get()->state() == "running") ++running;
+      if (entry.pending.get()->resident()) ++running;
     } catch (const std::exception&) {
     }
   }
@@ -226,13 +251,31 @@ bool SessionRegistry::roomToPause(PausedTally paused) const {
 }
 
 std::shared_ptr<Session> SessionRegistry::longestIdleRunning(
-    const std::vector<std::shared_ptr<Session>>& except) const {
+    const std::vector<std::shared_ptr<Session>>& except, const std::string& asker) const {
+  // Fair share: each client with a session running (the asker too) may keep max_sessions / that
+  // many running. A client at its share makes room from its own sessions only; one under it, from
+  // clients past theirs: one client's new sessions cannot push every other client's to disk.
+  std::unordered_map<std::string, std::size_t> running{{asker, 0}};
+  for (const auto& [k, entry] : sessions_) {
+    if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++running[entry.quota_key];  // being created
+      continue;
+    }
+    try {
+      if (entry.pending.get()->resident()) ++running[entry.quota_key];
+    } catch (const std::exception&) {
+    }
+  }
+  const std::size_t share = std::max<std::size_t>(
+      1, static_cast<std::size_t>(config_.sessions.max_sessions) / running.size());
+  const bool asker_at_share = running[asker] >= share;
   std::shared_ptr<Session> idlest;
   for (const auto& [k, entry] : sessions_) {
     if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    if (asker_at_share ? entry.quota_key != asker : running[entry.quota_key] <= share) continue;
     try {
       auto session = entry.pending.get();
-      if (session->state() != "running" || session->inUse() || !session->pausable() ||
+      if (!session->resident() || session->inUse() || !session->pausable() ||
           std::find(except.begin(), except.end(), session) != except.end()) {
         continue;
       }
@@ -243,7 +286,8 @@ std::shared_ptr<Session> SessionRegistry::longestIdleRunning(
   return idlest;
 }
 
-void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, const Session* resuming) {
+void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, const std::string& asker,
+                                    const Session* resuming) {
   // Past max_sessions running, the longest idle session is paused to disk (a few tries: one may
   // be called meanwhile, or hold a connection gVisor cannot save).
   constexpr std::size_t kTries = 4;
@@ -258,13 +302,15 @@ void SessionRegistry::makeRoomToRun(std::unique_lock<std::mutex>& lock, const Se
       on_disk.bytes -= std::min(on_disk.bytes, resuming->snapshotBytes());
     }
     if (tried.size() < kTries && roomToPause(on_disk)) {
-      idlest = longestIdleRunning(tried);
+      idlest = longestIdleRunning(tried, asker);
     }
     if (!idlest) {
       factory_->metrics().refused(SessionMetrics::kSessionsLimit);
       throw SandboxError("busy: the server runs " + std::to_string(limit) +
-                         " sessions, its limit (sessions.max_sessions), and none is idle to "
-                         "pause. Free one with cleanup_session, or retry in a moment.");
+                         " sessions, its limit (sessions.max_sessions), and none that may make "
+                         "room for this client is idle to pause (a client running its share of "
+                         "them makes room from its own sessions only). Free one with "
+                         "cleanup_session, or retry in a moment.");
     }
     tried.push_back(idlest);
     lock.unlock();
@@ -286,7 +332,7 @@ void SessionRegistry::reserve(std::unique_lock<std::mutex>& lock, const Caller& 
                        "by passing its session_id.");
   };
   check_client();  // before anyone is paused for it
-  makeRoomToRun(lock, /*resuming=*/nullptr);
+  makeRoomToRun(lock, caller.quota_key, /*resuming=*/nullptr);
   check_client();  // again: the lock was released if a session was paused
   sessions_.emplace(entry_key, Entry{std::move(pending), caller.quota_key});
 }
@@ -337,12 +383,13 @@ NamedSnapshot SessionRegistry::snapshot(const Caller& caller, const std::string&
                                         const std::string& name) {
   auto& catalog = requireCatalog(snapshots());
   auto session = find(caller.owner, session_id);
-  catalog.requireRoom(caller.owner, name);
+  catalog.requireRoom(caller.owner, caller.quota_key, name);
   SessionUse use(session);
   const auto record = session->snapshot(name);
   NamedSnapshot named;
   named.id = record.id;
   named.name = name;
+  named.quota_key = caller.quota_key;
   named.session_id = session_id;
   named.options = session->options();
   named.bytes = record.bytes;
@@ -656,7 +703,7 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::takePausable() {
     if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
     try {
       auto session = entry.pending.get();
-      if (session->state() == "running" && !session->inUse() &&
+      if (session->resident() && !session->inUse() &&
           session->idleSeconds() >= static_cast<double>(after) && roomToPause(paused)) {
         ++paused.count;  // its bytes are known once it is paused
         out.push_back(std::move(session));
@@ -667,11 +714,68 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::takePausable() {
   return out;
 }
 
+std::vector<std::shared_ptr<Session>> SessionRegistry::residentSessions() const {
+  std::vector<std::shared_ptr<Session>> out;
+  for (const auto& [k, entry] : sessions_) {
+    if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+    try {
+      auto session = entry.pending.get();
+      if (session->resident()) out.push_back(std::move(session));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+void SessionRegistry::freezeQuiet(const std::vector<std::shared_ptr<Session>>& resident) {
+  auto over_budget = freezer_.tick(resident, SessionFreezer::Clock::now());
+  {
+    std::lock_guard tally(freezer_tally_mutex_);
+    freezer_tally_ = freezer_.tally();
+  }
+  for (const auto& session : over_budget) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_ || !roomToPause(pausedTally())) return;
+    }
+    if (session->frozen() && session->pause()) {
+      log()->info("session {} paused to disk: frozen sessions hold more than {} MiB "
+                  "(sessions.max_frozen_mib)",
+                  session->id(), freezer_.settings().max_frozen_bytes >> 20);
+    }
+  }
+}
+
+SessionRegistry::StateCounts SessionRegistry::stateCounts() {
+  StateCounts counts;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [k, entry] : sessions_) {
+      if (entry.pending.wait_for(std::chrono::seconds(0)) != std::future_status::ready) continue;
+      try {
+        const auto& session = entry.pending.get();
+        if (session->paused()) {
+          ++counts.paused;
+        } else if (session->frozen()) {
+          ++counts.frozen;
+        } else if (session->resident()) {
+          ++counts.running;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::lock_guard tally(freezer_tally_mutex_);
+  counts.freezes = freezer_tally_.freezes;
+  return counts;
+}
+
 void SessionRegistry::reapLoop() {
   std::int64_t shortest = config_.sessions.idle_timeout_s;
   if (config_.sessions.pause_after_idle_s > 0) {
     shortest = std::min(shortest, config_.sessions.pause_after_idle_s);
   }
+  if (freezer_.enabled()) shortest = std::min(shortest, config_.sessions.freeze_after_idle_s);
   const auto period = std::chrono::milliseconds(
       std::clamp<std::int64_t>(shortest * 1000 / 4, 250, std::int64_t{30000}));
   std::unique_lock lock(mutex_);
@@ -680,6 +784,7 @@ void SessionRegistry::reapLoop() {
     if (stopping_) break;
     auto idle = takeIdle();
     auto pausable = takePausable();
+    auto resident = freezer_.enabled() ? residentSessions() : decltype(residentSessions()){};
     lock.unlock();
     if (auto* catalog = existingCatalog()) (void)catalog->expire();
     for (const auto& session : idle) {
@@ -687,6 +792,8 @@ void SessionRegistry::reapLoop() {
                   config_.sessions.idle_timeout_s);
     }
     idle.clear();  // destroys the sandboxes outside the lock
+    if (freezer_.enabled()) freezeQuiet(resident);
+    resident.clear();
     // One at a time: a checkpoint writes the sandbox's memory to disk; calls to other sessions
     // go on meanwhile, and a session called while it waits here is skipped (in use, or touched).
     for (const auto& session : pausable) {

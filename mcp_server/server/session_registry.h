@@ -24,6 +24,7 @@
 #include "server/resource_events.h"
 #include "server/session.h"
 #include "server/session_factory.h"
+#include "server/session_freezer.h"
 #include "server/snapshot_catalog.h"
 
 namespace server {
@@ -101,6 +102,14 @@ class SessionRegistry {
   [[nodiscard]] SnapshotCatalog* existingCatalog();
 
   [[nodiscard]] std::size_t size();
+  // Sessions by state now (GET /metrics), and the frozen tier's count of freezes since start.
+  struct StateCounts {
+    std::size_t running = 0;
+    std::size_t frozen = 0;
+    std::size_t paused = 0;
+    std::uint64_t freezes = 0;
+  };
+  [[nodiscard]] StateCounts stateCounts();
   // Lets every session's MCP sidecar count what it decided since the last call (the metrics).
   void refreshSidecarCounts();
   // Stops creations under way (builds) and the factory's warm pool, then destroys every session;
@@ -154,15 +163,22 @@ class SessionRegistry {
   std::vector<std::shared_ptr<Session>> takeIdle();
   // Running sessions idle past sessions.pause_after_idle_s and not in use; mutex_ held.
   std::vector<std::shared_ptr<Session>> takePausable();
+  // Sessions whose sandbox holds a container (running or frozen); mutex_ held.
+  std::vector<std::shared_ptr<Session>> residentSessions() const;
+  // The frozen tier's tick (outside mutex_): freezes the quiet sessions and pauses the longest
+  // frozen past sessions.max_frozen_mib.
+  void freezeQuiet(const std::vector<std::shared_ptr<Session>>& resident);
   // Reserves a slot for a new session `session_id` of `caller` under the session limits (throws
   // a "busy:" SandboxError); `lock` holds mutex_ (makeRoomToRun may release it meanwhile).
   void reserve(std::unique_lock<std::mutex>& lock, const Caller& caller,
                const std::string& entry_key, Pending pending);
   // Returns once fewer than sessions.max_sessions sessions run (created, being created or
-  // resuming), pausing the longest idle ones to make room; throws a "busy:" SandboxError when
-  // none can be. `resuming`: the room is for that paused session, whose place among the paused
-  // ones another may take. `lock` holds mutex_, released during a pause.
-  void makeRoomToRun(std::unique_lock<std::mutex>& lock, const Session* resuming);
+  // resuming), pausing the longest idle ones to make room for client `asker` (a quota key), within
+  // the fair share (longestIdleRunning); throws a "busy:" SandboxError when none can be.
+  // `resuming`: the room is for that paused session, whose place among the paused ones another
+  // may take. `lock` holds mutex_, released during a pause.
+  void makeRoomToRun(std::unique_lock<std::mutex>& lock, const std::string& asker,
+                     const Session* resuming);
   // Restores the paused `session` once there is room for it to run; false when its state is
   // lost (the caller forgets it); throws SandboxError (busy, or the engine failed: state kept).
   bool resumeWithRoom(const std::shared_ptr<Session>& session);
@@ -176,9 +192,11 @@ class SessionRegistry {
   // Whether one more session may be paused beside `paused` (max_paused_sessions,
   // max_paused_gib).
   [[nodiscard]] bool roomToPause(PausedTally paused) const;
-  // The running session idle longest that could be paused, other than `except`; null: none.
+  // The running (or frozen) session idle longest that could be paused to make room for client
+  // `asker`, other than `except`: the asker's own when it runs its fair share of max_sessions
+  // already, else one of a client past its share; null: none.
   [[nodiscard]] std::shared_ptr<Session> longestIdleRunning(
-      const std::vector<std::shared_ptr<Session>>& except) const;
+      const std::vector<std::shared_ptr<Session>>& except, const std::string& asker) const;
 
   const config::ServerConfig& config_;
   const std::unique_ptr<SessionFactory> factory_;
@@ -198,6 +216,9 @@ class SessionRegistry {
   std::mutex catalog_mutex_;
   bool catalog_tried_ = false;
   std::unique_ptr<SnapshotCatalog> catalog_;  // after factory_: goes first, the store after it
+  SessionFreezer freezer_;                     // the reaper's alone
+  std::mutex freezer_tally_mutex_;
+  SessionFreezer::Tally freezer_tally_;  // the last tick's, for stateCounts()
   std::thread reaper_;
 };
 

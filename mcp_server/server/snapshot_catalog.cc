@@ -26,31 +26,45 @@ SnapshotCatalog::~SnapshotCatalog() {
   }
 }
 
-std::uint64_t SnapshotCatalog::bytesOf(const std::string& owner) const {
-  const auto it = by_owner_.find(owner);
-  if (it == by_owner_.end()) return 0;
-  std::uint64_t total = 0;
-  for (const auto& snapshot : it->second) total += snapshot.bytes;
-  return total;
+SnapshotCatalog::Usage SnapshotCatalog::usageOf(const std::string& quota_key,
+                                                 const std::string& owner,
+                                                 const std::string& except) const {
+  Usage usage;
+  for (const auto& [held_by, snapshots] : by_owner_) {
+    for (const auto& snapshot : snapshots) {
+      if (snapshot.quota_key != quota_key) continue;
+      if (held_by == owner && snapshot.name == except) continue;
+      ++usage.count;
+      usage.bytes += snapshot.bytes;
+    }
+  }
+  return usage;
 }
 
-void SnapshotCatalog::requireRoom(const std::string& owner, const std::string& name) const {
+std::pair<std::size_t, std::uint64_t> SnapshotCatalog::usage(const std::string& quota_key) const {
+  std::lock_guard lock(mutex_);
+  const Usage usage = usageOf(quota_key);
+  return {usage.count, usage.bytes};
+}
+
+void SnapshotCatalog::requireRoom(const std::string& owner, const std::string& quota_key,
+                                  const std::string& name) const {
   std::lock_guard lock(mutex_);
   const auto it = by_owner_.find(owner);
   if (it != by_owner_.end() && std::any_of(it->second.begin(), it->second.end(),
                                            [&](const auto& s) { return s.name == name; })) {
     return;  // replaces: add() checks the bytes it ends with
   }
-  const std::size_t count = it == by_owner_.end() ? 0 : it->second.size();
-  if (count >= limits_.max_count) {
+  const Usage held = usageOf(quota_key);
+  if (held.count >= limits_.max_count) {
     throw sandbox::SandboxError(
-        "busy: this client holds " + std::to_string(count) +
-        " snapshots, its limit (sessions.max_snapshots_per_client). Reuse a name (the snapshot "
-        "is replaced), or end the sessions you no longer need (their snapshots stay until "
-        "the client disconnects).");
+        "busy: this client holds " + std::to_string(held.count) +
+        " snapshots, its limit (sessions.max_snapshots_per_client; a principal's count across "
+        "all its MCP sessions). Reuse a name (the snapshot is replaced), or end the sessions you "
+        "no longer need (their snapshots stay until the client disconnects).");
   }
-  if (bytesOf(owner) >= limits_.max_bytes) {
-    throw sandbox::SandboxError("busy: this client's snapshots hold " + mib(bytesOf(owner)) +
+  if (held.bytes >= limits_.max_bytes) {
+    throw sandbox::SandboxError("busy: this client's snapshots hold " + mib(held.bytes) +
                                 ", its limit (sessions.max_snapshot_mib_per_client). Reuse a name "
                                 "to replace a snapshot.");
   }
@@ -58,21 +72,24 @@ void SnapshotCatalog::requireRoom(const std::string& owner, const std::string& n
 
 NamedSnapshot SnapshotCatalog::add(const std::string& owner, NamedSnapshot snapshot) {
   snapshot.created_at_unix = nowUnix();
+  if (snapshot.quota_key.empty()) snapshot.quota_key = owner;
   std::optional<std::string> replaced;
   {
     std::lock_guard lock(mutex_);
     auto& list = by_owner_[owner];
     const auto same = std::find_if(list.begin(), list.end(),
                                    [&](const auto& s) { return s.name == snapshot.name; });
-    if (same == list.end() && list.size() >= limits_.max_count) {
+    const Usage others = usageOf(snapshot.quota_key, owner, snapshot.name);
+    if (same == list.end() && others.count >= limits_.max_count) {
       store_.remove(snapshot.id);
-      throw sandbox::SandboxError("busy: this client holds " + std::to_string(list.size()) +
+      if (list.empty()) by_owner_.erase(owner);
+      throw sandbox::SandboxError("busy: this client holds " + std::to_string(others.count) +
                                   " snapshots, its limit (sessions.max_snapshots_per_client); "
                                   "this one was not kept");
     }
-    const std::uint64_t others = bytesOf(owner) - (same == list.end() ? 0 : same->bytes);
-    if (others + snapshot.bytes > limits_.max_bytes) {
+    if (others.bytes + snapshot.bytes > limits_.max_bytes) {
       store_.remove(snapshot.id);
+      if (list.empty()) by_owner_.erase(owner);
       throw sandbox::SandboxError("busy: this snapshot (" + mib(snapshot.bytes) +
                                   ") would take this client's snapshots past " +
                                   mib(limits_.max_bytes) +
@@ -167,6 +184,7 @@ void SnapshotCatalog::keepOwners(const std::function<bool(const std::string&)>& 
 }
 
 void SnapshotCatalog::adopt(const std::string& owner, NamedSnapshot snapshot) {
+  if (snapshot.quota_key.empty()) snapshot.quota_key = owner;  // a returning owner is its own
   std::lock_guard lock(mutex_);
   auto& held = by_owner_[owner];
   std::erase_if(held, [&](const NamedSnapshot& s) { return s.name == snapshot.name; });

@@ -121,6 +121,7 @@ void WarmPool::fillLoop() {
       const auto started = std::chrono::steady_clock::now();
       made.sandbox = backend_.create(made.spec);
       if (!options_.preload_python.empty()) preload(*made.sandbox);
+      if (options_.freeze_ready) (void)made.sandbox->freeze();
       log()->debug("pooled sandbox {} ready in {} ms", made.sandbox->id(),
                    std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now() - started)

@@ -44,6 +44,9 @@ struct WarmPoolOptions {
   // none. A failed or slow import is harmless: the sandbox is pooled all the same.
   std::vector<std::string> preload_python;
   std::chrono::milliseconds preload_timeout{60000};
+  // Ready sandboxes wait frozen (the frozen tier): no CPU while they wait; the claiming session's
+  // first call thaws one in milliseconds.
+  bool freeze_ready = false;
 };
 
 // The Python cell that imports `modules` into sys.modules without binding any name in the

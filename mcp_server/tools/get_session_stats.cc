@@ -26,7 +26,7 @@ Tool makeGetSessionStatsTool() {
          {"container_status", {{"type", "string"}}},
          {"state",
           {{"type", "string"},
-           {"enum", {"running", "paused", "lost"}},
+           {"enum", {"running", "frozen", "paused", "lost"}},
            {"description",
             "paused: idle, its state saved to disk and its container removed "
             "(sessions.pause_after_idle_s); the next call resumes it where it was"}}},

@@ -22,7 +22,7 @@ Tool makeListSessionsTool() {
                {"created_at", {{"type", "number"}}},
                {"execution_count", {{"type", "integer"}}},
                {"idle_seconds", {{"type", "number"}}},
-               {"state", {{"type", "string"}, {"enum", {"running", "paused", "lost"}}}},
+               {"state", {{"type", "string"}, {"enum", {"running", "frozen", "paused", "lost"}}}},
                {"snapshot_bytes", {{"type", "integer"}}}}},
              {"required",
               {"session_id", "image", "runtime", "created_at", "execution_count"}}}}}}}},

@@ -55,6 +55,7 @@ std::size_t spillExecOutput(ToolResult& result, server::Session& session, const 
         common::completeUtf8PrefixLength(std::string_view(text).substr(0, keep_bytes));
     freed += text.size() - keep;
     text.resize(keep);
+    text.shrink_to_fit();  // a kept result must not keep the whole stream's buffer behind it
     s["truncated"] = true;
   }
   if (freed == 0) return 0;

@@ -80,6 +80,14 @@ json sessionOptionProperties() {
          "git-hosting); {\"allow\": [\"pypi.org\"]} narrows to those hosts. pip, npm, git, curl "
          "and urllib use it as they are (HTTP_PROXY/HTTPS_PROXY are set); a refused request "
          "gets HTTP 403 with the reason, and the result's warnings list it."}}},
+      {"freeze",
+       {{"type", "boolean"},
+        {"description",
+         "false keeps a new session running while it is idle (fixed at creation). By default a "
+         "session with no call whose processes are quiet is frozen after a few seconds "
+         "(sessions.freeze_after_idle_s): it then costs no CPU and its next call thaws it in "
+         "milliseconds, but a process that sleeps on a timer (a scheduler, a server waiting "
+         "for its own clock) runs late meanwhile. Busy background processes keep it running."}}},
   };
 }
 
@@ -88,7 +96,7 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
   ParsedSessionOptions parsed;
   auto& options = parsed.options;
   for (const char* name :
-       {"image", "dockerfile", "environment", "volumes", "mcp_allowlist", "egress"}) {
+       {"image", "dockerfile", "environment", "volumes", "mcp_allowlist", "egress", "freeze"}) {
     if (const auto it = arguments.find(name); it != arguments.end()) {
       options.arguments[name] = *it;
     }
@@ -125,6 +133,11 @@ ParsedSessionOptions parseSessionOptions(const json& arguments,
   if (const auto it = arguments.find("egress"); it != arguments.end()) {
     parsed.given = true;
     options.egress_policy = server::sessionEgress(*it, config.egress);
+  }
+  if (const auto it = arguments.find("freeze"); it != arguments.end()) {
+    parsed.given = true;
+    if (!it->is_boolean()) throw sandbox::SandboxError("freeze: must be true or false");
+    options.freeze = it->get<bool>();
   }
   return parsed;
 }

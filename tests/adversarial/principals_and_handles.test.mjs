@@ -40,7 +40,10 @@ before(async () => {
     { name: 'bob', token: BOB },
   ] }), { mode: 0o600 });
   const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ pool: { size: 0 } }));
+  fs.writeFileSync(config, JSON.stringify({
+    pool: { size: 0 },
+    sessions: { snapshot_dir: path.join(dir, 'snapshots'), max_snapshots_per_client: 2 },
+  }));
   server = await startHttpServer(['--config', config, '--tokens-file', tokens]);
   instanceId = JSON.parse((await getEndpoint(server.url, '/readyz', auth(ALICE))).text).instance_id;
 });
@@ -226,5 +229,37 @@ test("a principal's quota holds across its MCP sessions and its stateless reques
   await modern.callTool({ name: 'cleanup_session', arguments: { session_id: one.structuredContent.session_id } });
   await legacy.callTool({ name: 'cleanup_session', arguments: { session_id: two.structuredContent.session_id } });
   await bob.callTool({ name: 'cleanup_session', arguments: { session_id: his.structuredContent.session_id } });
+  await waitFor(async () => (await containersOfInstance(instanceId)).length === 0, 30000, 'the sandboxes to go');
+});
+
+test("a principal's snapshot quota holds across its MCP sessions and its stateless requests", async () => {
+  const modern = await modernClient(ALICE);
+  const legacy = (await connectHttp(server.url, auth(ALICE))).client;
+  open.push(legacy);
+  const mine = [];
+  for (const client of [modern, legacy]) {
+    const made = await client.callTool({ name: 'run_code', arguments: { code: 'x = 1' } });
+    assert.equal(made.isError, false, errorText(made));
+    mine.push({ client, sid: made.structuredContent.session_id });
+  }
+  for (const [i, { client, sid }] of mine.entries()) {
+    const taken = await client.callTool({ name: 'snapshot_session', arguments: { session_id: sid, name: `s${i}` } });
+    assert.equal(taken.isError, false, errorText(taken));
+  }
+  // Each MCP session holds one: a third, from either, passes the principal's 2.
+  for (const [i, { client, sid }] of mine.entries()) {
+    const third = await client.callTool({ name: 'snapshot_session', arguments: { session_id: sid, name: `more${i}` } });
+    assert.equal(third.isError, true, 'alice held a third snapshot through another MCP session');
+    assert.match(errorText(third), /^busy: this client holds 2 snapshots/);
+  }
+  // Bob's room is his own.
+  const bob = await modernClient(BOB);
+  const his = await bob.callTool({ name: 'run_code', arguments: { code: '1' } });
+  const hisSid = his.structuredContent.session_id;
+  const hisSnap = await bob.callTool({ name: 'snapshot_session', arguments: { session_id: hisSid, name: 's0' } });
+  assert.equal(hisSnap.isError, false, errorText(hisSnap));
+  for (const { client, sid } of [...mine, { client: bob, sid: hisSid }]) {
+    await client.callTool({ name: 'cleanup_session', arguments: { session_id: sid } });
+  }
   await waitFor(async () => (await containersOfInstance(instanceId)).length === 0, 30000, 'the sandboxes to go');
 });

@@ -3,7 +3,9 @@
 // megabytes and never fetches their results, to grow the server's memory. Must hold: queued tasks
 // hold no slot or thread (a third client's task starts); the results one client keeps are bounded
 // (tasks.max_result_bytes_per_client): past it stdout and stderr are cut, saved whole in the
-// sandbox and linked, and the link reads them back; tasks/get says until when a result is kept.
+// sandbox and linked, and the link reads them back; tasks/get says until when a result is kept;
+// (3) clients that stream megabytes of task output and never fetch it: what waits for them is
+// bounded per client (tasks.max_queued_bytes_per_client), the oldest dropped and counted.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -26,9 +28,13 @@ before(async () => {
   fs.writeFileSync(file, JSON.stringify({
     pool: { size: 0 },
     execution: { max_concurrent: 4, max_concurrent_per_client: 2 },
-    tasks: { max_per_client: 16, max_result_bytes_per_client: 2 * MiB },
+    tasks: { max_per_client: 16, max_result_bytes_per_client: 2 * MiB, max_queued_bytes_per_client: MiB },
   }));
-  server = await startHttpServer(['--config', file]);
+  // A sanitizer build keeps freed memory aside (ASan's quarantine) where it would be reused: the
+  // memory test below measures what is held, so that is turned down (a release build ignores it).
+  server = await startHttpServer(['--config', file], {
+    ASAN_OPTIONS: [process.env.ASAN_OPTIONS, 'quarantine_size_mb=4'].filter(Boolean).join(':'),
+  });
   mcp = rawMcp(server.url);
 });
 
@@ -115,4 +121,70 @@ test('unfetched results are bounded per client; big ones are saved in the sandbo
   }
   assert.ok(whole.length + cut.length === 6);
   await mcp.call(client, 'tools/call', { name: 'cleanup_session', arguments: { session_id: sandbox } });
+});
+
+const rssMiB = (pid) => Number(fs.readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) / 1024;
+
+test('unfetched task output waits bounded per client: each further client adds little memory', async () => {
+  // Each client: 16 tasks printing 1 MiB to stdout and to stderr, streamed as log notifications
+  // that wait for a tasks/result stream that never comes. Unbounded, that is 16 x 2 MiB a client.
+  const script = 'yes o | head -c 1048576; yes e | head -c 1048576 >&2';
+  const flood = async () => {
+    const client = await mcp.openSession();
+    await mcp.call(client, 'logging/setLevel', { level: 'info' });
+    const sandbox = await newSandbox(client);
+    const ids = [];
+    for (let i = 0; i < 16; ++i) {
+      const answer = await mcp.call(client, 'tools/call', {
+        name: 'run_shell', task: {}, _meta: { progressToken: `p${i}` },
+        arguments: { session_id: sandbox, command: script, timeout: 60 },
+      });
+      assert.ok(answer.result?.task?.taskId, JSON.stringify(answer));
+      ids.push(answer.result.task.taskId);
+    }
+    await waitFor(async () => {
+      const last = (await mcp.call(client, 'tasks/get', { taskId: ids.at(-1) })).result;
+      return last.status !== 'working';
+    }, 120000, 'the last task to finish');
+    return { client, sandbox, ids };
+  };
+  const clients = [await flood()];
+  const rss = [rssMiB(server.pid)];
+  for (let i = 0; i < 2; ++i) {
+    clients.push(await flood());
+    rss.push(rssMiB(server.pid));
+  }
+  const growth = rss.slice(1).map((v, i) => v - rss[i]);
+  const gauges = await (await fetch(new URL('/metrics', server.url))).text();
+  const gauge = (name) => Number(gauges.match(new RegExp(`^${name} (\\S+)$`, 'm'))[1]);
+  console.log(`# RSS ${rss.map((v) => v.toFixed(0)).join(' -> ')} MiB; kept: ` +
+    `${(gauge('sandbox_mcp_task_result_bytes') / MiB).toFixed(1)} MiB of results, ` +
+    `${(gauge('sandbox_mcp_task_queued_bytes') / MiB).toFixed(1)} MiB of notifications`);
+  // What the server keeps is within the documented bounds: a client's waiting notifications
+  // within 1 MiB, its results within 2 MiB besides the 16 KiB heads of each stream of results
+  // too big to keep (saved whole in the sandbox).
+  assert.ok(gauge('sandbox_mcp_task_queued_bytes') <= 3 * MiB);
+  assert.ok(gauge('sandbox_mcp_task_result_bytes') <= 3 * (2 * MiB + 16 * 64 * 1024));
+  // And so is what it holds, with the allocator's slack: unbounded, each client held about 70 MiB
+  // (16 tasks x 2 MiB of notifications, and each cut result kept its streams' whole buffers).
+  for (const mib of growth) assert.ok(mib < 24, `a further client grew the server by ${mib.toFixed(1)} MiB`);
+
+  // The first task's notifications were dropped (its client's newest took the room): a
+  // tasks/result stream hears so before the result, which is whole (saved in the sandbox).
+  const { client, sandbox, ids } = clients[0];
+  const answer = await mcp.post(client, mcp.rpc('tasks/result', { taskId: ids[0] })).done;
+  const notice = answer.messages.find((m) => m.method === 'notifications/message' && /were dropped/.test(m.params?.data));
+  assert.ok(notice, JSON.stringify(answer.messages.map((m) => m.method ?? 'result')));
+  assert.equal(notice.params._meta['io.modelcontextprotocol/related-task'].taskId, ids[0]);
+  const result = answer.messages.at(-1).result;
+  const saved = result.structuredContent.saved_output.find((o) => o.stream === 'stdout');
+  assert.equal(saved.bytes, 1048576);
+  // The newest task's notifications waited for it, within the bound.
+  const last = await mcp.post(client, mcp.rpc('tasks/result', { taskId: ids.at(-1) })).done;
+  assert.ok(last.messages.some((m) => m.method === 'notifications/tasks/status'), 'the newest status notification was kept');
+  const metrics = await (await fetch(new URL('/metrics', server.url))).text();
+  assert.match(metrics, /^sandbox_mcp_task_notifications_dropped_total [1-9]/m);
+  for (const c of clients) {
+    await mcp.call(c.client, 'tools/call', { name: 'cleanup_session', arguments: { session_id: c.sandbox } });
+  }
 });

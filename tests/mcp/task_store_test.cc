@@ -9,7 +9,7 @@
 
 #include "jsonrpc/errors.h"
 #include "mcp/session_lanes.h"
-#include "mcp/task_outbox.h"
+#include "mcp/task_notifications.h"
 
 namespace {
 
@@ -188,40 +188,88 @@ TEST_F(TaskStoreTest, ListPagesInCreationOrderWithOpaqueCursors) {
   }
 }
 
-TEST(TaskOutbox, QueuesUntilAListenerAttachesThenStreamsLive) {
-  mcp::TaskOutbox outbox(nullptr, 1 << 20);
+TEST(TaskNotifications, WaitUntilAListenerAttachesThenStreamLive) {
+  mcp::TaskNotifications notifications(1 << 20, nullptr);
   std::vector<json> got;
-  outbox.send({{"n", 1}});
-  outbox.send({{"n", 2}});
-  const auto key = outbox.attach([&](const json& m) { got.push_back(m); });
-  outbox.send({{"n", 3}});
-  outbox.detach(key);
-  outbox.send({{"n", 4}});  // waits for the next listener
-  ASSERT_EQ(got.size(), 3U);
+  notifications.send("t", {{"n", 1}});
+  notifications.send("other", {{"n", 100}});
+  notifications.send("t", {{"n", 2}});
+  const auto key = notifications.attach("t", [&](const json& m) { got.push_back(m); });
+  notifications.send("t", {{"n", 3}});
+  notifications.detach("t", key);
+  notifications.send("t", {{"n", 4}});  // waits for the next listener
+  ASSERT_EQ(got.size(), 3U);  // the other task's stay
   EXPECT_EQ(got[0]["n"], 1);
   EXPECT_EQ(got[2]["n"], 3);
   std::vector<json> later;
-  (void)outbox.attach([&](const json& m) { later.push_back(m); });
+  (void)notifications.attach("t", [&](const json& m) { later.push_back(m); });
   ASSERT_EQ(later.size(), 1U);
   EXPECT_EQ(later[0]["n"], 4);
+  std::vector<json> others;
+  (void)notifications.attach("other", [&](const json& m) { others.push_back(m); });
+  ASSERT_EQ(others.size(), 1U);
+  EXPECT_EQ(notifications.waitingBytes(), 0U);
 }
 
-TEST(TaskOutbox, QueueIsBoundedDroppingTheOldest) {
-  mcp::TaskOutbox outbox(nullptr, 100);
-  for (int i = 0; i < 50; ++i) outbox.send({{"data", std::string(30, 'x')}, {"i", i}});
+// The bound is the client's, whatever the number of its tasks: a new task's output pushes out
+// the oldest waiting output of any task, and its listener hears how much it lost.
+TEST(TaskNotifications, TheClientsQueueIsBoundedAcrossItsTasksDroppingTheOldest) {
+  mcp::TaskMemory server(1 << 20, 1 << 20);
+  mcp::TaskNotifications notifications(1000, &server);
+  const json line = {{"data", std::string(80, 'x')}};
+  for (int task = 0; task < 32; ++task) {
+    for (int i = 0; i < 20; ++i) notifications.send("task-" + std::to_string(task), line);
+  }
+  EXPECT_LE(notifications.waitingBytes(), 1000U);
+  EXPECT_EQ(server.queued.used(), notifications.waitingBytes());
+  EXPECT_EQ(notifications.dropped("task-0"), 20U);   // the oldest went first
+  EXPECT_EQ(notifications.dropped("task-31"), 20U - (notifications.waitingBytes() / 91));
+  EXPECT_EQ(server.dropped_notifications.load(), 32U * 20U - notifications.waitingBytes() / 91);
   std::vector<json> got;
-  (void)outbox.attach([&](const json& m) { got.push_back(m); });
-  ASSERT_FALSE(got.empty());
-  EXPECT_LE(got.size(), 3U);
-  EXPECT_EQ(got.back()["i"], 49);
-  EXPECT_EQ(outbox.dropped(), 50U - got.size());
+  (void)notifications.attach("task-0", [&](const json& m) { got.push_back(m); });
+  ASSERT_EQ(got.size(), 1U);  // only the notice
+  EXPECT_EQ(got[0]["method"], "notifications/message");
+  EXPECT_NE(got[0]["params"]["data"].get<std::string>().find("20 earlier notifications"),
+            std::string::npos);
+  EXPECT_EQ(got[0]["params"]["_meta"][mcp::kRelatedTaskMetaKey]["taskId"], "task-0");
+  got.clear();
+  (void)notifications.attach("task-0", [&](const json& m) { got.push_back(m); });
+  EXPECT_TRUE(got.empty());  // told once
 }
 
-TEST(TaskOutbox, DirectSinkTakesEverythingAtOnce) {
-  std::vector<json> direct;
-  mcp::TaskOutbox outbox([&](const json& m) { direct.push_back(m); }, 100);
-  outbox.send({{"n", 1}});
-  EXPECT_EQ(direct.size(), 1U);
+TEST(TaskNotifications, AllClientsShareTheServersBoundAndGiveBytesBackWhenGone) {
+  mcp::TaskMemory server(1 << 20, 500);
+  const json line = {{"data", std::string(80, 'x')}};  // 91 bytes serialized
+  {
+    mcp::TaskNotifications first(1 << 20, &server);
+    mcp::TaskNotifications second(1 << 20, &server);
+    for (int i = 0; i < 4; ++i) first.send("a", line);
+    for (int i = 0; i < 4; ++i) second.send("b", line);
+    EXPECT_LE(server.queued.used(), 500U);
+    // The second made room from its own oldest only: the first keeps its four.
+    EXPECT_EQ(first.waitingBytes(), 4U * 91);
+    EXPECT_EQ(second.dropped("b"), 3U);
+    first.forget("a");
+    EXPECT_EQ(first.waitingBytes(), 0U);
+    EXPECT_EQ(server.queued.used(), second.waitingBytes());
+  }
+  EXPECT_EQ(server.queued.used(), 0U);
+}
+
+TEST(TaskNotifications, AMessageLargerThanTheBoundIsDroppedAndCounted) {
+  mcp::TaskNotifications notifications(100, nullptr);
+  notifications.send("t", {{"data", std::string(200, 'x')}});
+  EXPECT_EQ(notifications.waitingBytes(), 0U);
+  EXPECT_EQ(notifications.dropped("t"), 1U);
+}
+
+TEST(TaskNotifications, InvalidUtf8WaitsAsTheTransportsWriteIt) {
+  mcp::TaskNotifications notifications(1 << 20, nullptr);
+  notifications.send("t", {{"data", std::string("ok \xff")}});
+  std::vector<json> got;
+  (void)notifications.attach("t", [&](const json& m) { got.push_back(m); });
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(got[0]["data"], "ok \ufffd");
 }
 
 TEST(SessionLanes, OneAtATimeInEnqueueOrder) {
@@ -327,7 +375,7 @@ TEST_F(TaskStoreTest, DroppedWaitersNeverRunAndCloseAnswersTheRestWithAnError) {
 
 TEST_F(TaskStoreTest, ResultBytesAreBoundedPerClientAndServerWideAndComeBackWhenForgotten) {
   limits.max_result_bytes = 1000;
-  mcp::ResultBytes server_wide(1500);
+  mcp::ByteBudget server_wide(1500);
   TaskStore a(
       limits, [this] { return now; }, &server_wide);
   TaskStore b(

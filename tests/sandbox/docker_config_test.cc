@@ -201,10 +201,15 @@ TEST(ProcessIdentity, ReadsThisProcessFromProc) {
 TEST(DescribeFate, SaysWhyTheSandboxStopped) {
   EXPECT_NE(describeFate({137, true}, 512).find("exceeded its memory limit of 512 MiB"),
             std::string::npos);
-  // A SIGKILL the engine did not report as OOM still names memory, the usual cause.
+  // A SIGKILL the engine did not report as OOM says so first, and names memory only as a guess.
   const auto killed = describeFate({137, false}, 512);
-  EXPECT_NE(killed.find("SIGKILL"), std::string::npos) << killed;
-  EXPECT_NE(killed.find("memory limit of 512 MiB"), std::string::npos) << killed;
+  EXPECT_EQ(killed.find("the sandbox was killed (SIGKILL, exit code 137) and the engine reported "
+                        "no out-of-memory kill"),
+            0U)
+      << killed;
+  EXPECT_EQ(killed.find("most likely"), std::string::npos) << killed;
+  EXPECT_LT(killed.find("stopped from outside"), killed.find("512 MiB may still be the cause"))
+      << killed;
   EXPECT_NE(describeFate({3, false}, 512).find("exited with code 3"), std::string::npos);
 }
 

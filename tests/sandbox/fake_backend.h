@@ -21,6 +21,22 @@
 
 namespace testing_support {
 
+// The frozen tier's view of fake sandboxes: off unless `enabled`; each sandbox's CPU time is
+// what a test sets under its id (0 until then), its memory 100 MiB.
+struct FakeCgroups {
+  std::atomic<bool> enabled{false};
+  std::mutex mutex;
+  std::map<std::string, std::uint64_t> cpu_ns;  // by sandbox id
+  void addCpu(const std::string& id, std::uint64_t ns) {
+    std::lock_guard lock(mutex);
+    cpu_ns[id] += ns;
+  }
+  std::uint64_t cpuOf(const std::string& id) {
+    std::lock_guard lock(mutex);
+    return cpu_ns[id];
+  }
+};
+
 class FakeSandbox : public sandbox::Sandbox {
  public:
   FakeSandbox(std::string id, std::string image, std::atomic<int>& live,
@@ -50,6 +66,7 @@ class FakeSandbox : public sandbox::Sandbox {
   // that shrinks while it is read.
   sandbox::ExecResult exec(const sandbox::ExecRequest& request, CancelToken& cancel,
                            const sandbox::OutputCallback& on_output) override {
+    frozen_ = false;
     sandbox::ExecResult result;
     if (request.code == "stream") {
       if (request.stream && on_output) {
@@ -125,12 +142,14 @@ class FakeSandbox : public sandbox::Sandbox {
     return result;
   }
   std::size_t writeFile(const std::string& path, std::string_view bytes, int) override {
+    frozen_ = false;
     std::lock_guard lock(mutex_);
     files_[path] = std::string(bytes);
     ++writes_[path];
     return bytes.size();
   }
   std::string readFile(const std::string& path, std::size_t) override {
+    frozen_ = false;
     std::lock_guard lock(mutex_);
     const auto it = files_.find(path);
     if (it == files_.end()) throw sandbox::SandboxError("No such file: " + path);
@@ -145,6 +164,7 @@ class FakeSandbox : public sandbox::Sandbox {
   }
   // The files directly in `dir`, by name (as the agent lists); mtime counts the writes.
   sandbox::FileListing listFiles(const std::string& dir) override {
+    frozen_ = false;
     std::lock_guard lock(mutex_);
     sandbox::FileListing listing;
     listing.path = dir;
@@ -158,6 +178,7 @@ class FakeSandbox : public sandbox::Sandbox {
   }
   // Writes its files to dir/state.img (a fake of runsc's image); restore() reads them back.
   void checkpoint(const std::filesystem::path& dir) override {
+    frozen_ = false;
     std::lock_guard lock(mutex_);
     if (checkpoint_attempts_) ++*checkpoint_attempts_;
     if (fail_checkpoints_ && fail_checkpoints_->load()) {
@@ -170,6 +191,17 @@ class FakeSandbox : public sandbox::Sandbox {
     checkpoint_attempts_ = std::move(attempts);
     fail_checkpoints_ = std::move(fail);
   }
+  bool freeze() override {
+    if (!cgroups_ || !cgroups_->enabled) return false;
+    frozen_ = true;
+    return true;
+  }
+  bool frozen() const noexcept override { return frozen_.load(); }
+  std::optional<Usage> usage() override {
+    if (!cgroups_ || !cgroups_->enabled) return std::nullopt;
+    return Usage{cgroups_->cpuOf(id_), std::uint64_t{100} << 20};
+  }
+  void useCgroups(std::shared_ptr<FakeCgroups> cgroups) { cgroups_ = std::move(cgroups); }
   void restoreFiles(std::map<std::string, std::string> files) {
     std::lock_guard lock(mutex_);
     files_ = std::move(files);
@@ -198,6 +230,8 @@ class FakeSandbox : public sandbox::Sandbox {
   std::map<std::string, std::int64_t> writes_;
   std::shared_ptr<std::atomic<int>> checkpoint_attempts_;
   std::shared_ptr<std::atomic<bool>> fail_checkpoints_;
+  std::shared_ptr<FakeCgroups> cgroups_;
+  std::atomic<bool> frozen_{false};
 };
 
 class FakeBackend : public sandbox::Backend {
@@ -211,6 +245,7 @@ class FakeBackend : public sandbox::Backend {
     auto sandbox = std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
                                                  sandboxes_alive, waiting_for_cancel);
     sandbox->countCheckpoints(checkpoint_attempts, fail_checkpoints);
+    sandbox->useCgroups(cgroups);
     return sandbox;
   }
   bool imageExists(const std::string& image) override { return image != "missing:latest"; }
@@ -233,6 +268,10 @@ class FakeBackend : public sandbox::Backend {
     return "no checkpoints (fake)";
   }
   std::string checkpointFormat(const std::string&) override { return checkpoint_format; }
+  std::optional<std::string> freezeUnsupported() override {
+    if (cgroups->enabled) return std::nullopt;
+    return "no freezer (fake)";
+  }
   std::unique_ptr<sandbox::Sandbox> restore(const sandbox::SandboxSpec& spec,
                                             const PlaceCheckpoint& place) override {
     if (fail_restores) throw sandbox::SandboxError("the engine is restarting (fake)");
@@ -253,6 +292,7 @@ class FakeBackend : public sandbox::Backend {
     auto sandbox = std::make_unique<FakeSandbox>("c" + std::to_string(++created), spec.image, live,
                                                  sandboxes_alive, waiting_for_cancel);
     sandbox->restoreFiles(state.get<std::map<std::string, std::string>>());
+    sandbox->useCgroups(cgroups);
     return sandbox;
   }
 
@@ -266,6 +306,7 @@ class FakeBackend : public sandbox::Backend {
   std::string checkpoint_format = "fake 1";
   std::atomic<int> live{0};
   std::atomic<bool> fail_creates{false};
+  std::shared_ptr<FakeCgroups> cgroups = std::make_shared<FakeCgroups>();
   // Shared by every sandbox made so far: store false to make them all report a dead container.
   std::shared_ptr<std::atomic<bool>> sandboxes_alive = std::make_shared<std::atomic<bool>>(true);
   // How many "wait-for-cancel" executions are blocked right now (a test cancels only after one

@@ -593,6 +593,23 @@ TEST(SnapshotStore, AnAbandonedInstanceMarkedForRestartIsLeftForItsServerWithinT
   EXPECT_FALSE(fs::exists(temp / "snapshots" / ".stopped.persist"));
 }
 
+TEST(SnapshotStore, AServerMarkedForRestartThatSavedNothingLeavesNoMark) {
+  const TempDir temp;
+  {
+    SnapshotStore empty(temp / "snapshots", "empty");
+    empty.keepForRestart(true);
+    EXPECT_TRUE(fs::exists(temp / "snapshots" / ".empty.persist"));
+  }
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / ".empty.persist"));
+  EXPECT_FALSE(fs::exists(temp / "snapshots" / ".empty.lock"));
+  {
+    SnapshotStore kept(temp / "snapshots", "kept");
+    kept.keepForRestart(true);
+    (void)sealSample(kept);
+  }
+  EXPECT_TRUE(fs::exists(temp / "snapshots" / ".kept.persist")) << "it has something to restore";
+}
+
 TEST(SnapshotStore, RemoveUnsealedTakesDraftsAndFailedManifestsAndKeepsSealedOnes) {
   const TempDir temp;
   SnapshotStore store(temp / "snapshots", "inst");

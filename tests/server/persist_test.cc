@@ -191,6 +191,37 @@ TEST_F(PersistTest, NamedSnapshotsComeBackToo) {
   EXPECT_EQ(forks[0]->sandbox().readFile("/workspace/x", 10), "before");
 }
 
+// A tokens-file principal is one client: its snapshots count together across its MCP sessions
+// (each its own owner), while names stay each owner's.
+TEST_F(PersistTest, APrincipalsSnapshotQuotaHoldsAcrossAllItsMcpSessions) {
+  cfg.sessions.max_snapshots_per_client = 2;
+  auto& registry = start();
+  const server::Caller first{"mcp-a", "principal:alice", 16, 4};
+  const server::Caller second{"mcp-b", "principal:alice", 16, 4};
+  const auto a = registry.acquire(first, "", {}, false).session->id();
+  const auto b = registry.acquire(second, "", {}, false).session->id();
+  (void)registry.snapshot(first, a, "one");
+  (void)registry.snapshot(second, b, "two");
+  try {
+    (void)registry.snapshot(second, b, "three");
+    FAIL() << "a third snapshot of the principal was kept";
+  } catch (const SandboxError& e) {
+    EXPECT_NE(std::string(e.what()).find("busy: this client holds 2 snapshots"),
+              std::string::npos)
+        << e.what();
+  }
+  (void)registry.snapshot(second, b, "two");  // a name reused replaces: no room needed
+  const auto [count, bytes] = registry.snapshots()->usage("principal:alice");
+  EXPECT_EQ(count, 2U);
+  // Another principal has its own room.
+  const server::Caller bob{"mcp-c", "principal:bob", 16, 4};
+  const auto c = registry.acquire(bob, "", {}, false).session->id();
+  EXPECT_NO_THROW((void)registry.snapshot(bob, c, "one"));
+  // A snapshot goes with its MCP session, and gives its room back.
+  registry.closeOwner("mcp-a");
+  EXPECT_NO_THROW((void)registry.snapshot(second, b, "three"));
+}
+
 TEST_F(PersistTest, ASnapshotWhoseManifestWasEditedIsRemovedNotBroughtBack) {
   start();
   const auto id = newSession("stdio", "42");

@@ -96,13 +96,14 @@ std::string describeFate(const ContainerFate& fate, std::int64_t memory_mib) {
            "larger limit)";
   }
   if (fate.exit_code == 137) {
-    // The engine does not always learn of a cgroup OOM kill (see above); memory is the usual
-    // cause, so it is named first.
-    return "the sandbox was killed (SIGKILL, exit code 137): most likely it ran out of its "
-           "memory limit of " +
+    // What the engine reported comes first; memory is only a guess here (under gVisor the engine
+    // does not always learn of a cgroup OOM kill, see above).
+    return "the sandbox was killed (SIGKILL, exit code 137) and the engine reported no "
+           "out-of-memory kill: it was stopped from outside (its gVisor process killed, or the "
+           "container removed) or hit its process limit; if it was using much memory, its "
+           "limit of " +
            std::to_string(memory_mib) +
-           " MiB; otherwise it hit its process limit or was removed. Its state is lost. Start a "
-           "new session";
+           " MiB may still be the cause. Its state is lost. Start a new session";
   }
   return "the sandbox's agent exited with code " + std::to_string(fate.exit_code) +
          "; its state is lost. Start a new session";

@@ -188,7 +188,8 @@ std::unique_ptr<Sandbox> DockerBackend::create(const SandboxSpec& spec) {
   logger().info("sandbox {} ({}) started under {} from {}{}", record.name, record.id.substr(0, 12),
                 record.runtime, record.image, link.socket_dir ? "" : " (frames over attach)");
   return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(link),
-                                         std::move(hello), checkpointSupport(spec.runtime));
+                                         std::move(hello), checkpointSupport(spec.runtime),
+                                         /*host_cgroups=*/!engine_->remote());
 }
 
 std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
@@ -251,7 +252,8 @@ std::unique_ptr<Sandbox> DockerBackend::restore(const SandboxSpec& spec,
       record.name, record.id.substr(0, 12), record.runtime, ms(t0, t4), ms(t0, t1), ms(t1, t2),
       ms(t2, t3), ms(t3, t4));
   return std::make_unique<DockerSandbox>(engine_, std::move(record), std::move(link),
-                                         std::move(hello), checkpointSupport(spec.runtime));
+                                         std::move(hello), checkpointSupport(spec.runtime),
+                                         /*host_cgroups=*/!engine_->remote());
 }
 
 const DockerBackend::EngineFacts& DockerBackend::engineFacts() {
@@ -316,6 +318,13 @@ std::string DockerBackend::checkpointFormat(const std::string& runtime) {
   auto& version = engine_facts_->versions[command->path];
   if (version.empty()) version = runscVersion(*command);
   return version;
+}
+
+std::optional<std::string> DockerBackend::freezeUnsupported() {
+  if (engine_->remote()) {
+    return "the engine is remote (" + options_.host + "): its cgroups are on another host";
+  }
+  return hostFreezerMissing();
 }
 
 CheckpointSupport DockerBackend::checkpointSupport(const std::string& runtime) {

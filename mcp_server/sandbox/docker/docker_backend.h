@@ -70,6 +70,8 @@ class DockerBackend final : public Backend {
   [[nodiscard]] std::optional<std::string> checkpointUnsupported(
       const std::string& runtime) override;
   [[nodiscard]] std::string checkpointFormat(const std::string& runtime) override;
+  // A local engine and a cgroup freezer on this host the server may write.
+  [[nodiscard]] std::optional<std::string> freezeUnsupported() override;
   // A new container with the same mounts (new channel and its socket), the checkpoint's files in
   // its own checkpoints directory, started from them by the engine; then the agent's channel.
   std::unique_ptr<Sandbox> restore(const SandboxSpec& spec, const PlaceCheckpoint& place) override;

@@ -32,9 +32,31 @@ void waitUntilRemoved(EngineClient& engine, const std::string& id) noexcept {
 
 using protocol::fieldOr;
 
+// The host pid of the container's first process (0: not running, or the engine cannot say).
+pid_t containerPid(EngineClient& engine, const std::string& id) {
+  const auto state = engine.request(Method::kGet, "/containers/" + id + "/json")
+                         .json()
+                         .value("State", nlohmann::json::object());
+  const auto pid = state.find("Pid");
+  return pid != state.end() && pid->is_number_integer() ? pid->get<pid_t>() : 0;
+}
+
 }  // namespace
 
+bool thawContainer(EngineClient& engine, const std::string& id) noexcept {
+  if (engine.remote()) return false;
+  try {
+    auto cgroup = ContainerCgroup::ofProcess(containerPid(engine, id));
+    if (!cgroup || !cgroup->frozen()) return false;
+    logger().info("thawing container {} before removing it (it was frozen)", id.substr(0, 12));
+    return cgroup->thaw();
+  } catch (const std::exception&) {
+    return false;  // gone, or the engine cannot say: nothing frozen to thaw
+  }
+}
+
 void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept {
+  (void)thawContainer(engine, id);
   try {
     // v=1: anonymous volumes (an image's VOLUME lines) go with the container; without it each
     // session of such an image would leave a volume on the engine for ever.
@@ -58,7 +80,8 @@ std::string explainStop(EngineClient& engine, const ContainerRecord& record,
 }
 
 DockerSandbox::DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record,
-                             AgentLink link, nlohmann::json hello, CheckpointSupport checkpoints)
+                             AgentLink link, nlohmann::json hello, CheckpointSupport checkpoints,
+                             bool host_cgroups)
     : engine_(std::move(engine)),
       record_(std::move(record)),
       channel_(std::move(link.channel)),
@@ -69,12 +92,15 @@ DockerSandbox::DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerReco
                     const AgentCallOptions& options) {
         return callAgent(std::move(request), deadline, options);
       }),
-      hello_(std::move(hello)) {}
+      hello_(std::move(hello)),
+      host_cgroups_(host_cgroups) {}
 
 DockerSandbox::~DockerSandbox() {
   // Closing the channel (socket) or the attach connection (stdin, StdinOnce) makes the agent
   // exit, and the engine removes the container. The forced removal makes that immediate and
-  // certain; the socket's directory goes after it.
+  // certain; the socket's directory goes after it. A frozen agent would see nothing, and the
+  // engine cannot remove a frozen container: thawed first.
+  thaw();
   {
     std::lock_guard lock(channel_mutex_);
     channel_->close("the session ended");
@@ -127,6 +153,7 @@ std::string DockerSandbox::resolveStopReason() {
 nlohmann::json DockerSandbox::callAgent(nlohmann::json request, std::chrono::milliseconds deadline,
                                         const AgentChannel::CallOptions& options) {
   std::shared_lock calls(calls_mutex_);
+  thaw();  // before the deadline starts: time frozen never counts
   const auto channel = currentChannel();
   nlohmann::json reply;
   try {
@@ -170,6 +197,7 @@ void DockerSandbox::checkpoint(const std::filesystem::path& dir) {
   if (!calls.try_lock_for(kCheckpointWait)) {
     throw SandboxError("the sandbox is busy (a call into it is still running); retry when it ends");
   }
+  thaw();
   if (!alive()) throw SandboxError(resolveStopReason());
   if (usesChannelSocket()) {
     // gVisor cannot save a sandbox connected to a host socket: the agent leaves its channel.
@@ -240,6 +268,65 @@ SocketChannel openSocketChannel(AgentChannel& attached, ChannelListener& listene
   // The agent connected before it answered: the connection waits in the backlog.
   auto stream = std::make_unique<SocketStream>(listener.accept(timeout), kAgentSendTimeout);
   return {AgentChannel::start(std::move(stream), name), {}};
+}
+
+ContainerCgroup* DockerSandbox::cgroupLocked() {
+  if (!cgroup_tried_) {
+    cgroup_tried_ = true;
+    try {
+      cgroup_ = ContainerCgroup::ofProcess(containerPid(*engine_, record_.id));
+    } catch (const std::exception& e) {
+      logger().debug("sandbox {}: no cgroup: {}", record_.name, e.what());
+    }
+    if (!cgroup_) {
+      logger().info("sandbox {}: its cgroup is out of reach here; it is never frozen",
+                    record_.name);
+    }
+  }
+  return cgroup_ ? &*cgroup_ : nullptr;
+}
+
+bool DockerSandbox::freeze() {
+  if (!host_cgroups_) return false;
+  std::unique_lock calls(calls_mutex_, std::try_to_lock);  // no call runs while it is frozen
+  if (!calls.owns_lock() || relinking_.load() || !alive()) return false;
+  std::lock_guard lock(cgroup_mutex_);
+  if (frozen_.load()) return true;
+  auto* cgroup = cgroupLocked();
+  if (cgroup == nullptr) return false;
+  const auto started = std::chrono::steady_clock::now();
+  if (!cgroup->freeze(kFreezeWait)) {
+    logger().warn("sandbox {}: freezing did not finish within {} ms; it runs on", record_.name,
+                  kFreezeWait.count());
+    return false;
+  }
+  frozen_ = true;
+  logger().debug("sandbox {} frozen in {:.1f} ms", record_.name,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                           started)
+                     .count());
+  return true;
+}
+
+void DockerSandbox::thaw() noexcept {
+  if (!frozen_.load()) return;
+  std::lock_guard lock(cgroup_mutex_);
+  if (!frozen_.load()) return;
+  if (cgroup_ && !cgroup_->thaw()) {
+    logger().warn("sandbox {}: thawing failed (its cgroup is gone?)", record_.name);
+  }
+  frozen_ = false;
+  logger().debug("sandbox {} thawed", record_.name);
+}
+
+std::optional<Sandbox::Usage> DockerSandbox::usage() {
+  if (!host_cgroups_) return std::nullopt;
+  std::lock_guard lock(cgroup_mutex_);
+  const auto* cgroup = cgroupLocked();
+  if (cgroup == nullptr) return std::nullopt;
+  const auto cpu = cgroup->cpuNs();
+  if (!cpu) return std::nullopt;
+  return Usage{*cpu, cgroup->memoryBytes().value_or(0)};
 }
 
 }  // namespace sandbox::docker

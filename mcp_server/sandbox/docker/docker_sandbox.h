@@ -17,6 +17,7 @@
 #include "sandbox/agent_client.h"
 #include "sandbox/backend.h"
 #include "sandbox/docker/channel_listener.h"
+#include "sandbox/docker/container_cgroup.h"
 #include "sandbox/docker/engine_client.h"
 #include "sandbox/docker/runsc_control.h"
 
@@ -66,8 +67,11 @@ class DockerSandbox final : public Sandbox {
   // How long to wait for the engine to report the container's exit once the channel closed.
   inline static constexpr std::chrono::milliseconds kFateWait{3000};
 
+  // `host_cgroups`: the engine shares the server's host, so the container's cgroup can be
+  // frozen and read (freeze(), usage()).
   DockerSandbox(std::shared_ptr<EngineClient> engine, ContainerRecord record, AgentLink link,
-                nlohmann::json hello, CheckpointSupport checkpoints = {});
+                nlohmann::json hello, CheckpointSupport checkpoints = {},
+                bool host_cgroups = false);
   ~DockerSandbox() override;  // closes the channel and force-removes the container
   DockerSandbox(const DockerSandbox&) = delete;
   DockerSandbox& operator=(const DockerSandbox&) = delete;
@@ -90,6 +94,13 @@ class DockerSandbox final : public Sandbox {
   // gives the agent a new channel. Waits up to kCheckpointWait for calls in flight to finish.
   void checkpoint(const std::filesystem::path& dir) override;
   inline static constexpr std::chrono::milliseconds kCheckpointWait{3000};
+  // With the host's cgroup freezer (container_cgroup.h); every call, checkpoint and the removal
+  // thaw it first.
+  bool freeze() override;
+  [[nodiscard]] bool frozen() const noexcept override { return frozen_.load(); }
+  [[nodiscard]] std::optional<Usage> usage() override;
+  // A freeze that takes longer is undone (a process in an uninterruptible wait).
+  inline static constexpr std::chrono::milliseconds kFreezeWait{1000};
 
   [[nodiscard]] const std::string& name() const noexcept { return record_.name; }
   // The agent's hello reply (agent_version, python, python_version, pid, uid, cwd).
@@ -112,6 +123,10 @@ class DockerSandbox final : public Sandbox {
   // After a checkpoint: a new socket channel (true), or the sandbox is closed (alive() false)
   // and its stop reason says why.
   bool relink();
+  void thaw() noexcept;
+  // The container's cgroup, found on first use (an engine inspect); nullptr when it cannot be
+  // reached. cgroup_mutex_ held.
+  ContainerCgroup* cgroupLocked();
 
   std::shared_ptr<EngineClient> engine_;
   const ContainerRecord record_;
@@ -128,11 +143,19 @@ class DockerSandbox final : public Sandbox {
   const nlohmann::json hello_;
   std::mutex stop_reason_mutex_;
   std::optional<std::string> stop_reason_;
+  const bool host_cgroups_;
+  std::mutex cgroup_mutex_;  // guards cgroup_ and cgroup_tried_; taken after calls_mutex_
+  std::optional<ContainerCgroup> cgroup_;
+  bool cgroup_tried_ = false;
+  std::atomic<bool> frozen_{false};
 };
 
 // DELETE /containers/{id}?force=1&v=1 (anonymous volumes too), ignoring "already gone" and "removal
-// in progress".
+// in progress". A container frozen on this host (a crashed server's) is thawed first: the engine
+// cannot remove a frozen one until it is thawed.
 void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept;
+// Thaws the container when it is frozen on this host (a local engine); true when it was.
+bool thawContainer(EngineClient& engine, const std::string& id) noexcept;
 
 // Reads the container's exit from the engine (briefly) and words it for a user; falls back to
 // `fallback` when the engine has no exit to report.
