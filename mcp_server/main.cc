@@ -1,13 +1,22 @@
 // sandbox-mcp: an MCP server that runs untrusted code in gVisor-isolated Docker sandboxes.
+#include <csignal>
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "app/cli_options.h"
 #include "app/server_app.h"
 #include "common/malloc_tuning.h"
+#include "sandbox/docker/freeze_witness.h"
 
 int main(int argc, char** argv) {
+  // The process that thaws what a crashed server left frozen (freeze_witness.h).
+  if (argc == 2 && std::string(argv[1]) == "--freeze-witness") {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(sig, SIG_IGN);
+    return sandbox::docker::runFreezeWitness(std::cin);
+  }
+  sandbox::docker::FreezeWitness::instance().useProgram("/proc/self/exe");
   common::tuneMallocForLargeMessages();
   app::CliOptions options;
   try {

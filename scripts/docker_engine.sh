@@ -226,6 +226,9 @@ start_dockerd() {
 }
 
 stop_dockerd() {
+  # A frozen sandbox (sessions.freeze_after_idle_s) would never take the engine's stop.
+  # shellcheck disable=SC2046
+  thaw_containers $(docker ps -q --filter label=sandbox-mcp.managed=1 2>/dev/null)
   if have_systemd; then
     systemctl stop docker.service
     return 0
@@ -279,12 +282,14 @@ thaw_containers() {
     [[ "${pid}" =~ ^[1-9][0-9]*$ && -r "/proc/${pid}/cgroup" ]] || continue
     # v1: the freezer hierarchy's line; v2: the unified one ("0::/...").
     path="$(awk -F: '$2 ~ /(^|,)freezer(,|$)/ { print "/sys/fs/cgroup/freezer" $3 "/freezer.state" }' "/proc/${pid}/cgroup")"
+    # Only the container's own cgroup (its directory names the id): never a reused pid's.
+    [[ "${path}" == *"${id}"* ]] || path=""
     if [[ -n "${path}" && -w "${path}" ]]; then
       [[ "$(cat "${path}")" == THAWED ]] || echo THAWED >"${path}"
       continue
     fi
     path="$(awk -F: '$1 == "0" { print "/sys/fs/cgroup" $3 "/cgroup.freeze" }' "/proc/${pid}/cgroup")"
-    [[ -n "${path}" && -w "${path}" ]] && echo 0 >"${path}"
+    [[ "${path}" == *"${id}"* && -w "${path}" ]] && echo 0 >"${path}"
   done
   return 0
 }

@@ -19,14 +19,12 @@ void registerServerMetrics(metrics::Registry& registry, server::SessionRegistry&
       kByState, kByStateHelp,
       [&sessions] { return static_cast<double>(sessions.stateCounts().running); },
       {{"state", "running"}});
-  registry.gaugeCallback(
-      kByState, kByStateHelp,
-      [&sessions] { return static_cast<double>(sessions.stateCounts().frozen); },
-      {{"state", "frozen"}});
-  registry.gaugeCallback(
-      kByState, kByStateHelp,
-      [&sessions] { return static_cast<double>(sessions.stateCounts().paused); },
-      {{"state", "paused"}});
+  registry.gaugeCallback(kByState, kByStateHelp,
+                         [&sessions] { return static_cast<double>(sessions.stateCounts().frozen); },
+                         {{"state", "frozen"}});
+  registry.gaugeCallback(kByState, kByStateHelp,
+                         [&sessions] { return static_cast<double>(sessions.stateCounts().paused); },
+                         {{"state", "paused"}});
   registry.counterCallback(
       "sandbox_mcp_session_freezes_total",
       "Idle sessions frozen (sessions.freeze_after_idle_s) since the server started.",

@@ -114,8 +114,8 @@ McpServer::~McpServer() {
 std::shared_ptr<jsonrpc::Endpoint> McpServer::open(const std::string& owner,
                                                    const jsonrpc::Principal& principal) {
   return std::make_shared<McpEndpoint>(callerFor(owner, principal), config_, sessions_, tools_,
-                                       task_threads_, metrics_, &announcements_,
-                                       &task_memory_, &features_, &seal_);
+                                       task_threads_, metrics_, &announcements_, &task_memory_,
+                                       &features_, &seal_);
 }
 
 server::Caller McpServer::callerFor(const std::string& owner,

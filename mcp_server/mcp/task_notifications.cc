@@ -83,18 +83,18 @@ std::uint64_t TaskNotifications::attach(const std::string& task_id, Sink listene
     listener(droppedNotice(task_id, lost->second.count - lost->second.told));
     lost->second.told = lost->second.count;
   }
-  std::size_t handed = 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (it->task_id != task_id) {
       ++it;
       continue;
     }
-    handed += it->text.size();
-    listener(json::parse(it->text));
+    const json message = json::parse(it->text);
+    // Given back before the listener runs: a listener that throws leaves the count right.
+    waiting_bytes_ -= it->text.size();
+    if (server_ != nullptr) server_->queued.remove(it->text.size());
     it = waiting_.erase(it);
+    listener(message);
   }
-  waiting_bytes_ -= handed;
-  if (server_ != nullptr) server_->queued.remove(handed);
   auto& slot = listeners_[task_id];
   slot.key = ++next_key_;
   slot.sink = std::move(listener);

@@ -35,7 +35,8 @@ class TaskNotifications {
   // To the task's listener, or to wait for one. Messages of one task keep their order.
   void send(const std::string& task_id, const nlohmann::json& message);
   // Makes `listener` the task's receiver (replacing an earlier one), after handing it a notice of
-  // what was dropped, if anything, and the waiting messages. Returns a key for detach().
+  // what was dropped, if anything, and the waiting messages. Returns a key for detach(). A
+  // listener runs under this object's lock: it must not call back into it.
   std::uint64_t attach(const std::string& task_id, Sink listener);
   // Stops sending to the listener attached under `key`, unless another replaced it since.
   void detach(const std::string& task_id, std::uint64_t key);
@@ -60,7 +61,7 @@ class TaskNotifications {
 
   const std::size_t max_client_bytes_;
   TaskMemory* const server_;
-  std::mutex mutex_;  // held while a listener runs: messages keep their order
+  std::mutex mutex_;            // held while a listener runs: messages keep their order
   std::list<Waiting> waiting_;  // oldest first, all tasks
   std::size_t waiting_bytes_ = 0;
   std::unordered_map<std::string, Listener> listeners_;

@@ -267,9 +267,9 @@ void TaskRunner::finishTask(Running& task, json result, std::optional<json> erro
   settle(task, std::nullopt);  // after the store has the result: a call waiting inline reads it
   if (finished) {
     spdlog::debug("task {} {}", task.id, (*finished)["status"].get<std::string>());
-    notify(task, json{{"jsonrpc", "2.0"},
-                      {"method", "notifications/tasks/status"},
-                      {"params", *finished}});
+    notify(
+        task,
+        json{{"jsonrpc", "2.0"}, {"method", "notifications/tasks/status"}, {"params", *finished}});
   }
 }
 

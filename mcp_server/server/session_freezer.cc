@@ -21,9 +21,9 @@ bool SessionFreezer::quietLongEnough(Session& session, Track& track,
                                      Clock::time_point now) const {
   const double elapsed = secondsOf(now - track.sampled);
   // A new container (a restore) starts its CPU count again: no comparison, busy for now.
-  const bool busy = first || session.inUse() || usage.cpu_ns < track.cpu_ns || elapsed <= 0 ||
-                    static_cast<double>(usage.cpu_ns - track.cpu_ns) / 1e9 >
-                        settings_.quiet_cpu_share * elapsed;
+  const bool busy =
+      first || session.inUse() || usage.cpu_ns < track.cpu_ns || elapsed <= 0 ||
+      static_cast<double>(usage.cpu_ns - track.cpu_ns) / 1e9 > settings_.quiet_cpu_share * elapsed;
   if (busy) track.busy_at = now;
   track.cpu_ns = usage.cpu_ns;
   track.sampled = now;
@@ -55,13 +55,19 @@ std::vector<std::shared_ptr<Session>> SessionFreezer::tick(
     } else {
       if (track.frozen) track.busy_at = now;  // thawed since: something reached it
       track.frozen = false;
-      if (quietLongEnough(*session, track, *usage, first, now) && session->freeze()) {
-        track.frozen = true;
-        track.frozen_at = now;
-        track.memory_bytes = usage->memory_bytes;
-        ++tally.freezes;
-        log()->debug("session {} frozen after {:.1f} s idle ({} MiB kept)", session->id(),
-                     session->idleSeconds(), usage->memory_bytes >> 20);
+      if (quietLongEnough(*session, track, *usage, first, now)) {
+        if (session->freeze()) {
+          track.frozen = true;
+          track.frozen_at = now;
+          track.memory_bytes = usage->memory_bytes;
+          ++tally.freezes;
+          log()->debug("session {} frozen after {:.1f} s idle ({} MiB kept)", session->id(),
+                       session->idleSeconds(), usage->memory_bytes >> 20);
+        } else {
+          // Called meanwhile, or its freeze did not finish (each try stops its processes for up
+          // to a second): it waits a whole quiet period again.
+          track.busy_at = now;
+        }
       }
     }
     if (track.frozen) {

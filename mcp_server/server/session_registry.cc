@@ -739,9 +739,10 @@ void SessionRegistry::freezeQuiet(const std::vector<std::shared_ptr<Session>>& r
       if (stopping_ || !roomToPause(pausedTally())) return;
     }
     if (session->frozen() && session->pause()) {
-      log()->info("session {} paused to disk: frozen sessions hold more than {} MiB "
-                  "(sessions.max_frozen_mib)",
-                  session->id(), freezer_.settings().max_frozen_bytes >> 20);
+      log()->info(
+          "session {} paused to disk: frozen sessions hold more than {} MiB "
+          "(sessions.max_frozen_mib)",
+          session->id(), freezer_.settings().max_frozen_bytes >> 20);
     }
   }
 }

@@ -216,7 +216,7 @@ class SessionRegistry {
   std::mutex catalog_mutex_;
   bool catalog_tried_ = false;
   std::unique_ptr<SnapshotCatalog> catalog_;  // after factory_: goes first, the store after it
-  SessionFreezer freezer_;                     // the reaper's alone
+  SessionFreezer freezer_;                    // the reaper's alone
   std::mutex freezer_tally_mutex_;
   SessionFreezer::Tally freezer_tally_;  // the last tick's, for stateCounts()
   std::thread reaper_;

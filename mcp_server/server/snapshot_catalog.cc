@@ -27,8 +27,8 @@ SnapshotCatalog::~SnapshotCatalog() {
 }
 
 SnapshotCatalog::Usage SnapshotCatalog::usageOf(const std::string& quota_key,
-                                                 const std::string& owner,
-                                                 const std::string& except) const {
+                                                const std::string& owner,
+                                                const std::string& except) const {
   Usage usage;
   for (const auto& [held_by, snapshots] : by_owner_) {
     for (const auto& snapshot : snapshots) {

@@ -22,8 +22,8 @@
 namespace server {
 
 struct NamedSnapshot {
-  std::string id;    // the store's (32 hex digits)
-  std::string name;  // the owner's name for it; unique per owner
+  std::string id;         // the store's (32 hex digits)
+  std::string name;       // the owner's name for it; unique per owner
   std::string quota_key;  // whose limits it counts against (Caller::quota_key)
   std::string session_id;
   SessionOptions options;  // the session's, for forks

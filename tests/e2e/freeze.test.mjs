@@ -2,10 +2,11 @@
 // an idle session is frozen with the host's cgroup freezer and its next call finds its variables
 // and files; a background job keeps its session running (and making progress); a frozen
 // session's timeout counts only thawed time; freeze: false opts out; the warm pool waits frozen
-// and is claimed; cleanup, idle expiry and SIGTERM with frozen sessions leave nothing; and a
-// server killed with frozen sandboxes is followed by one that removes them without hanging.
+// and is claimed; cleanup, idle expiry and SIGTERM with frozen sessions leave nothing; a server
+// killed with frozen sandboxes leaves nothing either (its freeze witness thaws them), and when
+// the witness died too, the next start removes them without hanging.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -112,8 +113,8 @@ test("a frozen session's timeout counts only thawed time; freeze: false keeps a 
   try {
     const sid = (await runCode(client, { code: 'import time\n1' })).session_id;
     await waitState(client, sid, 'frozen');
-    await new Promise((r) => setTimeout(r, 3000));  // frozen longer than the call's timeout
-    const res = await runCode(client, { session_id: sid, code: 'time.sleep(1)\n"in time"', timeout: 2 });
+    await new Promise((r) => setTimeout(r, 7000));  // frozen longer than the call's timeout
+    const res = await runCode(client, { session_id: sid, code: 'time.sleep(1)\n"in time"', timeout: 5 });
     assert.equal(res.status, 'success', JSON.stringify(res));
     assert.equal(res.result, "'in time'");
 
@@ -178,18 +179,53 @@ test('cleanup, idle expiry and SIGTERM with frozen sessions leave nothing, and n
   }
 });
 
-test('a server killed with frozen sandboxes is followed by a start that removes them without hanging', async () => {
+// The freeze witness of server `pid`: its child running `sandbox-mcp --freeze-witness`.
+function witnessOf(pid) {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('--freeze-witness')) return Number(entry);
+    } catch { /* gone meanwhile */ }
+  }
+  return undefined;
+}
+
+async function frozenSessions(client, count) {
+  const sids = [];
+  for (let i = 0; i < count; ++i) sids.push((await runCode(client, { code: `${i}` })).session_id);
+  for (const sid of sids) await waitState(client, sid, 'frozen');
+  return sids;
+}
+
+test('a server killed (SIGKILL) with frozen sandboxes leaves nothing: its witness thaws them', async () => {
+  const instanceId = newInstance();
+  const { server, client } = await startFreezing(instanceId);
+  await frozenSessions(client, 2);
+  assert.ok(witnessOf(server.pid), 'no freeze witness runs beside the server');
+  server.kill('SIGKILL');
+  const started = Date.now();
+  await waitFor(async () => (await containersOfInstance(instanceId)).length === 0, 20000,
+    'the thawed sandboxes to end with their server');
+  console.log(`# a crashed server's 2 frozen sandboxes were gone ${Date.now() - started} ms after it died`);
+  await client.close().catch(() => {});
+});
+
+test('frozen sandboxes that outlive their server and its witness are removed by the next start, without hanging', async () => {
   const instanceId = newInstance();
   const first = await startFreezing(instanceId);
-  const sids = [];
-  for (let i = 0; i < 2; ++i) sids.push((await runCode(first.client, { code: `${i}` })).session_id);
-  for (const sid of sids) await waitState(first.client, sid, 'frozen');
-  const ids = (await containersOfInstance(instanceId)).map((c) => c.Id);
-  assert.equal(ids.length, 2);
+  await frozenSessions(first.client, 2);
+  const witness = witnessOf(first.server.pid);
+  assert.ok(witness);
+  process.kill(witness, 'SIGKILL');
   first.server.kill('SIGKILL');
   await waitFor(() => processExited(first.server.pid), 5000, 'the server to die');
   await new Promise((r) => setTimeout(r, 1000));
+  const ids = (await containersOfInstance(instanceId)).map((c) => c.Id);
+  assert.equal(ids.length, 2);
   for (const id of ids) assert.equal(await freezerState(id), 'FROZEN', 'a frozen agent cannot end itself');
+  await first.client.close().catch(() => {});
 
   const started = Date.now();
   const second = await startFreezing(instanceId);

@@ -198,7 +198,7 @@ TEST(TaskNotifications, WaitUntilAListenerAttachesThenStreamLive) {
   notifications.send("t", {{"n", 3}});
   notifications.detach("t", key);
   notifications.send("t", {{"n", 4}});  // waits for the next listener
-  ASSERT_EQ(got.size(), 3U);  // the other task's stay
+  ASSERT_EQ(got.size(), 3U);            // the other task's stay
   EXPECT_EQ(got[0]["n"], 1);
   EXPECT_EQ(got[2]["n"], 3);
   std::vector<json> later;
@@ -222,7 +222,7 @@ TEST(TaskNotifications, TheClientsQueueIsBoundedAcrossItsTasksDroppingTheOldest)
   }
   EXPECT_LE(notifications.waitingBytes(), 1000U);
   EXPECT_EQ(server.queued.used(), notifications.waitingBytes());
-  EXPECT_EQ(notifications.dropped("task-0"), 20U);   // the oldest went first
+  EXPECT_EQ(notifications.dropped("task-0"), 20U);  // the oldest went first
   EXPECT_EQ(notifications.dropped("task-31"), 20U - (notifications.waitingBytes() / 91));
   EXPECT_EQ(server.dropped_notifications.load(), 32U * 20U - notifications.waitingBytes() / 91);
   std::vector<json> got;

@@ -3,6 +3,13 @@
 #include "sandbox/docker/container_cgroup.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sandbox/docker/freeze_witness.h"
 
 namespace {
 
@@ -62,19 +69,67 @@ TEST(ContainerCgroup, UnifiedHostUsesCgroupFreeze) {
 
 TEST(ContainerCgroup, AMountRootedBelowTheHierarchyStripsItsRoot) {
   // A server in a container of its own sees the hierarchy from its cgroup down.
-  const std::string mounts = "29 25 0:26 /outer /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n";
+  const std::string mounts =
+      "29 25 0:26 /outer /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n";
   const auto files = cgroupFilesOf("6:freezer:/outer/docker/abc\n", mounts);
   ASSERT_TRUE(files);
   EXPECT_EQ(files->freeze, "/sys/fs/cgroup/freezer/docker/abc/freezer.state");
   EXPECT_FALSE(cgroupFilesOf("6:freezer:/elsewhere/abc\n", mounts)) << "not under the mount";
+  EXPECT_FALSE(cgroupFilesOf("6:freezer:/outerX/docker/abc\n", mounts)) << "a sibling of the root";
+  EXPECT_FALSE(cgroupFilesOf("6:freezer:/outer/../docker/abc\n", mounts)) << "a climbing path";
 }
 
 TEST(ContainerCgroup, NoFreezerNoFiles) {
   EXPECT_FALSE(cgroupFilesOf("", kHybridMounts));
   EXPECT_FALSE(cgroupFilesOf(v1Process("/docker/abc"), ""));
-  const std::string no_freezer = "31 25 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+  const std::string no_freezer =
+      "31 25 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
   EXPECT_FALSE(cgroupFilesOf(v1Process("/docker/abc"), no_freezer));
   EXPECT_FALSE(cgroupFilesOf("garbage\n:::\n0:\n", "garbage - \n - cgroup\n"));
+}
+
+// A container's pid can be reused by another process once the container ended: a cgroup that is
+// not the container's own (its directory does not name the id) is never taken.
+TEST(ContainerCgroup, AProcessOutsideTheContainersCgroupIsRefused) {
+  EXPECT_FALSE(sandbox::docker::ContainerCgroup::ofContainer(::getpid(), kId));
+  EXPECT_FALSE(sandbox::docker::ContainerCgroup::ofContainer(1, kId));
+  EXPECT_FALSE(sandbox::docker::ContainerCgroup::ofContainer(0, kId));
+}
+
+// The freeze witness thaws, when the server's pipe ends, every file it was told was frozen and
+// not thawed since, v1 and v2 alike, and writes nothing else.
+TEST(FreezeWitness, ThawsWhatIsStillFrozenWhenTheServerEnds) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("witness-" + std::to_string(::getpid()));
+  for (const char* sub : {"a", "b", "c"}) fs::create_directories(dir / sub);
+  const auto put = [](const fs::path& file, const char* text) { std::ofstream(file) << text; };
+  const auto read = [](const fs::path& file) {
+    std::ifstream in(file);
+    std::string word;
+    in >> word;
+    return word;
+  };
+  put(dir / "a" / "freezer.state", "FROZEN");
+  put(dir / "b" / "cgroup.freeze", "1");
+  put(dir / "c" / "freezer.state", "FROZEN");  // thawed by the server, then frozen by another
+  put(dir / "c" / "other", "FROZEN");
+  std::istringstream server_said("F " + (dir / "a" / "freezer.state").string() + "
+" +
+                                 "F " + (dir / "b" / "cgroup.freeze").string() + "
+" +
+                                 "F " + (dir / "c" / "freezer.state").string() + "
+" +
+                                 "T " + (dir / "c" / "freezer.state").string() + "
+" +
+                                 "F " + (dir / "c" / "other").string() + "
+" + "garbage
+");
+  EXPECT_EQ(sandbox::docker::runFreezeWitness(server_said), 0);
+  EXPECT_EQ(read(dir / "a" / "freezer.state"), "THAWED");
+  EXPECT_EQ(read(dir / "b" / "cgroup.freeze"), "0");
+  EXPECT_EQ(read(dir / "c" / "freezer.state"), "FROZEN") << "not the witness's to thaw any more";
+  EXPECT_EQ(read(dir / "c" / "other"), "FROZEN") << "only freezer files are ever written";
+  fs::remove_all(dir);
 }
 
 }  // namespace

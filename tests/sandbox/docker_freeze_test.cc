@@ -23,12 +23,22 @@ class Freezing : public ::testing::Test {
       FAIL() << "the frozen tier is unavailable with this engine: " << *why;
     }
   }
-  // The freezer file of the container, as the kernel reports it.
-  static std::string freezerState(const std::string& id) {
-    std::ifstream in("/sys/fs/cgroup/freezer/docker/" + id + "/freezer.state");
-    std::string state;
-    in >> state;
-    return state;
+  // The container's freezer state as the kernel reports it, read the way an operator would:
+  // its first process's line for the v1 freezer hierarchy (the cgroup v1 host these tests run on).
+  std::string freezerState(const std::string& id) {
+    const auto pid = inspect(backend_.engine(), id)->at("State").value("Pid", 0);
+    std::ifstream cgroups("/proc/" + std::to_string(pid) + "/cgroup");
+    std::string line;
+    while (std::getline(cgroups, line)) {
+      const auto first = line.find(':');
+      const auto second = line.find(':', first + 1);
+      if (line.substr(first + 1, second - first - 1) != "freezer") continue;
+      std::ifstream state("/sys/fs/cgroup/freezer" + line.substr(second + 1) + "/freezer.state");
+      std::string word;
+      state >> word;
+      return word;
+    }
+    return "no freezer";
   }
 
   DockerBackend backend_{options()};
@@ -94,7 +104,8 @@ TEST_F(Freezing, AFrozenContainerACrashedServerLeftIsRemovedWithoutWaiting) {
   ASSERT_TRUE(inspect(backend_.engine(), id)) << "a frozen agent cannot exit by itself";
   EXPECT_EQ(freezerState(id), "FROZEN");
   const auto start = Clock::now();
-  forceRemoveContainer(backend_.engine(), id);  // what the start-up sweep runs
+  EXPECT_TRUE(thawContainer(backend_.engine(), id));  // what the start-up sweep runs
+  forceRemoveContainer(backend_.engine(), id);
   EXPECT_LT(msSince(start), 15000);
   EXPECT_TRUE(goneWithin(backend_.engine(), id, 5s));
 }

@@ -206,8 +206,7 @@ TEST_F(PersistTest, APrincipalsSnapshotQuotaHoldsAcrossAllItsMcpSessions) {
     (void)registry.snapshot(second, b, "three");
     FAIL() << "a third snapshot of the principal was kept";
   } catch (const SandboxError& e) {
-    EXPECT_NE(std::string(e.what()).find("busy: this client holds 2 snapshots"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("busy: this client holds 2 snapshots"), std::string::npos)
         << e.what();
   }
   (void)registry.snapshot(second, b, "two");  // a name reused replaces: no room needed

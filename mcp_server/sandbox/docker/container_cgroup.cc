@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "sandbox/docker/freeze_witness.h"
 
 namespace sandbox::docker {
 namespace {
@@ -57,12 +58,17 @@ std::vector<Mount> cgroupMounts(std::string_view mountinfo) {
   return mounts;
 }
 
-// `path` (as /proc/PID/cgroup names it) under `mount`; nullopt when the mount does not show it.
+// `path` (as /proc/PID/cgroup names it) under `mount`; nullopt when the mount does not show it
+// or the path climbs ("..": a process outside this reader's cgroup namespace).
 std::optional<fs::path> under(const Mount& mount, std::string_view path) {
+  for (const auto part : split(path, '/')) {
+    if (part == "..") return std::nullopt;
+  }
   std::string_view relative = path;
   if (mount.root != "/") {
     if (!relative.starts_with(mount.root)) return std::nullopt;
     relative.remove_prefix(mount.root.size());
+    if (!relative.empty() && relative.front() != '/') return std::nullopt;  // /outer vs /outerX
   }
   while (relative.starts_with('/')) relative.remove_prefix(1);
   return fs::path(mount.point) / relative;
@@ -76,7 +82,8 @@ std::optional<fs::path> v1Directory(const std::vector<Mount>& mounts, std::strin
     if (fields.size() < 3 || !listHas(fields[1], controller)) continue;
     const auto path = line.substr(fields[0].size() + fields[1].size() + 2);
     for (const auto& mount : mounts) {
-      if (!mount.v2 && listHas(mount.options, controller)) return under(mount, path);
+      if (mount.v2 || !listHas(mount.options, controller)) continue;
+      if (auto dir = under(mount, path)) return dir;
     }
   }
   return std::nullopt;
@@ -155,22 +162,29 @@ std::optional<std::string> hostFreezerMissing() {
   for (const auto& mount : cgroupMounts(*mountinfo)) {
     if (!mount.v2 && !listHas(mount.options, "freezer")) continue;
     if (::access(mount.point.c_str(), W_OK) == 0) return std::nullopt;
-    return "the cgroup freezer at " + mount.point + " is not writable by this server (run it as root)";
+    return "the cgroup freezer at " + mount.point +
+           " is not writable by this server (run it as root)";
   }
   return std::string("this host mounts no cgroup freezer");
 }
 
-std::optional<ContainerCgroup> ContainerCgroup::ofProcess(pid_t pid) {
-  if (pid <= 0) return std::nullopt;
+std::optional<ContainerCgroup> ContainerCgroup::ofContainer(pid_t pid,
+                                                            const std::string& container_id) {
+  if (pid <= 0 || container_id.size() < 12) return std::nullopt;
   const auto proc_cgroup = readSmallFile("/proc/" + std::to_string(pid) + "/cgroup");
   const auto mountinfo = readSmallFile("/proc/self/mountinfo");
   if (!proc_cgroup || !mountinfo) return std::nullopt;
   auto files = cgroupFilesOf(*proc_cgroup, *mountinfo);
-  if (!files || ::access(files->freeze.c_str(), W_OK) != 0) return std::nullopt;
+  if (!files ||
+      files->freeze.parent_path().filename().string().find(container_id) == std::string::npos) {
+    return std::nullopt;
+  }
+  if (::access(files->freeze.c_str(), W_OK) != 0) return std::nullopt;
   return ContainerCgroup(std::move(*files));
 }
 
 bool ContainerCgroup::freeze(std::chrono::milliseconds wait) {
+  (void)FreezeWitness::instance().willFreeze(files_.freeze);  // thaws it if the server dies
   if (!writeSmallFile(files_.freeze, files_.v2 ? "1" : "FROZEN")) return false;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   // v1 reads FREEZING until every task stopped; v2 says so in cgroup.events.
@@ -184,7 +198,11 @@ bool ContainerCgroup::freeze(std::chrono::milliseconds wait) {
   return true;
 }
 
-bool ContainerCgroup::thaw() noexcept { return writeSmallFile(files_.freeze, files_.v2 ? "0" : "THAWED"); }
+bool ContainerCgroup::thaw() noexcept {
+  if (!writeSmallFile(files_.freeze, files_.v2 ? "0" : "THAWED")) return false;
+  FreezeWitness::instance().thawed(files_.freeze);
+  return true;
+}
 
 bool ContainerCgroup::frozen() const {
   if (files_.v2) {

@@ -41,9 +41,12 @@ class ContainerCgroup {
  public:
   explicit ContainerCgroup(CgroupFiles files) : files_(std::move(files)) {}
 
-  // The cgroup of process `pid` (the container's, from the engine's State.Pid) on this host;
-  // nullopt when it cannot be read or has no freezer.
-  [[nodiscard]] static std::optional<ContainerCgroup> ofProcess(pid_t pid);
+  // The cgroup of container `container_id` (its full id) through its first process `pid` (the
+  // engine's State.Pid) on this host; nullopt when it cannot be read, has no freezer, or is not
+  // the container's own (its directory must name the id): a pid reused by another process after
+  // the container ended must never lead to freezing that process's cgroup.
+  [[nodiscard]] static std::optional<ContainerCgroup> ofContainer(pid_t pid,
+                                                                  const std::string& container_id);
 
   // Freezes every process of the cgroup; true once the kernel reports it frozen. A freeze that
   // does not complete within `wait` is undone (false): a process in an uninterruptible wait.

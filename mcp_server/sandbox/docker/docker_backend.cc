@@ -457,6 +457,7 @@ int DockerBackend::removeOrphans() {
     }
     logger().info("removing orphaned container {}: {}", container.id.substr(0, 12),
                   decision.reason);
+    (void)thawContainer(*engine_, container.id);  // a crashed server's frozen sandbox
     forceRemoveContainer(*engine_, container.id);
     ++removed;
   }

@@ -1,6 +1,8 @@
 #include "sandbox/docker/docker_sandbox.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -46,7 +48,7 @@ pid_t containerPid(EngineClient& engine, const std::string& id) {
 bool thawContainer(EngineClient& engine, const std::string& id) noexcept {
   if (engine.remote()) return false;
   try {
-    auto cgroup = ContainerCgroup::ofProcess(containerPid(engine, id));
+    auto cgroup = ContainerCgroup::ofContainer(containerPid(engine, id), id);
     if (!cgroup || !cgroup->frozen()) return false;
     logger().info("thawing container {} before removing it (it was frozen)", id.substr(0, 12));
     return cgroup->thaw();
@@ -56,7 +58,6 @@ bool thawContainer(EngineClient& engine, const std::string& id) noexcept {
 }
 
 void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept {
-  (void)thawContainer(engine, id);
   try {
     // v=1: anonymous volumes (an image's VOLUME lines) go with the container; without it each
     // session of such an image would leave a volume on the engine for ever.
@@ -153,7 +154,7 @@ std::string DockerSandbox::resolveStopReason() {
 nlohmann::json DockerSandbox::callAgent(nlohmann::json request, std::chrono::milliseconds deadline,
                                         const AgentChannel::CallOptions& options) {
   std::shared_lock calls(calls_mutex_);
-  thaw();  // before the deadline starts: time frozen never counts
+  thawOrThrow();  // before the deadline starts: time frozen never counts
   const auto channel = currentChannel();
   nlohmann::json reply;
   try {
@@ -197,7 +198,7 @@ void DockerSandbox::checkpoint(const std::filesystem::path& dir) {
   if (!calls.try_lock_for(kCheckpointWait)) {
     throw SandboxError("the sandbox is busy (a call into it is still running); retry when it ends");
   }
-  thaw();
+  thawOrThrow();
   if (!alive()) throw SandboxError(resolveStopReason());
   if (usesChannelSocket()) {
     // gVisor cannot save a sandbox connected to a host socket: the agent leaves its channel.
@@ -274,7 +275,7 @@ ContainerCgroup* DockerSandbox::cgroupLocked() {
   if (!cgroup_tried_) {
     cgroup_tried_ = true;
     try {
-      cgroup_ = ContainerCgroup::ofProcess(containerPid(*engine_, record_.id));
+      cgroup_ = ContainerCgroup::ofContainer(containerPid(*engine_, record_.id), record_.id);
     } catch (const std::exception& e) {
       logger().debug("sandbox {}: no cgroup: {}", record_.name, e.what());
     }
@@ -290,6 +291,13 @@ bool DockerSandbox::freeze() {
   if (!host_cgroups_) return false;
   std::unique_lock calls(calls_mutex_, std::try_to_lock);  // no call runs while it is frozen
   if (!calls.owns_lock() || relinking_.load() || !alive()) return false;
+  // Only what the engine says runs: a container it is stopping (an engine shutdown) would never
+  // take the stop while frozen, and the engine would wait on it.
+  try {
+    if (status() != "running") return false;
+  } catch (const std::exception&) {
+    return false;  // the engine does not answer: leave the sandbox as it is
+  }
   std::lock_guard lock(cgroup_mutex_);
   if (frozen_.load()) return true;
   auto* cgroup = cgroupLocked();
@@ -301,22 +309,42 @@ bool DockerSandbox::freeze() {
     return false;
   }
   frozen_ = true;
-  logger().debug("sandbox {} frozen in {:.1f} ms", record_.name,
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                           started)
-                     .count());
+  logger().debug(
+      "sandbox {} frozen in {:.1f} ms", record_.name,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count());
   return true;
 }
 
-void DockerSandbox::thaw() noexcept {
-  if (!frozen_.load()) return;
+bool DockerSandbox::thaw() noexcept {
+  if (!frozen_.load()) return true;
   std::lock_guard lock(cgroup_mutex_);
-  if (!frozen_.load()) return;
+  if (!frozen_.load()) return true;
   if (cgroup_ && !cgroup_->thaw()) {
-    logger().warn("sandbox {}: thawing failed (its cgroup is gone?)", record_.name);
+    bool still_frozen = true;
+    try {
+      still_frozen = cgroup_->frozen();  // unreadable: the cgroup (and container) is gone
+    } catch (const std::exception&) {
+      still_frozen = false;
+    }
+    if (still_frozen) {
+      logger().error("sandbox {}: cannot thaw it ({}: {})", record_.name,
+                     cgroup_->files().freeze.string(), std::strerror(errno));
+      return false;
+    }
   }
   frozen_ = false;
   logger().debug("sandbox {} thawed", record_.name);
+  return true;
+}
+
+void DockerSandbox::thawOrThrow() {
+  if (!thaw()) {
+    throw SandboxError(
+        "the sandbox is frozen (idle) and the server could not thaw it: its cgroup's freezer file "
+        "cannot be written. Retry; if it persists, end the session with cleanup_session (the "
+        "operator's log names the file)");
+  }
 }
 
 std::optional<Sandbox::Usage> DockerSandbox::usage() {

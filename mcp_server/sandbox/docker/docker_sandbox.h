@@ -123,7 +123,10 @@ class DockerSandbox final : public Sandbox {
   // After a checkpoint: a new socket channel (true), or the sandbox is closed (alive() false)
   // and its stop reason says why.
   bool relink();
-  void thaw() noexcept;
+  // Thaws a frozen sandbox; false when it stays frozen (its freezer file cannot be written).
+  bool thaw() noexcept;
+  // thaw(), or a SandboxError a caller can act on.
+  void thawOrThrow();
   // The container's cgroup, found on first use (an engine inspect); nullptr when it cannot be
   // reached. cgroup_mutex_ held.
   ContainerCgroup* cgroupLocked();
@@ -151,8 +154,8 @@ class DockerSandbox final : public Sandbox {
 };
 
 // DELETE /containers/{id}?force=1&v=1 (anonymous volumes too), ignoring "already gone" and "removal
-// in progress". A container frozen on this host (a crashed server's) is thawed first: the engine
-// cannot remove a frozen one until it is thawed.
+// in progress". The engine cannot remove a frozen container until it is thawed: a DockerSandbox
+// thaws itself first, the orphan sweep thaws what a crashed server left (thawContainer).
 void forceRemoveContainer(EngineClient& engine, const std::string& id) noexcept;
 // Thaws the container when it is frozen on this host (a local engine); true when it was.
 bool thawContainer(EngineClient& engine, const std::string& id) noexcept;
