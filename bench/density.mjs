@@ -8,7 +8,8 @@
 //    at which it takes twice as long as with none;
 //  - the first call on each of 16 idle sessions (frozen: the thaw included) against a second call
 //    right after (running), p50/p99.
-// Then, for comparison, the first call on sessions paused to disk (a resume). Results in
+// Then a new session from a warm pool whose sandbox waits frozen against one that waits running,
+// and, for comparison, the first call on sessions paused to disk (a resume). Results in
 // bench/results/density.{md,json}.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -62,12 +63,12 @@ async function activeCallP50(client, sessionId) {
 }
 
 // --- one server, one mode --------------------------------------------------------------------
-async function withServer(name, sessionsConfig, body) {
+async function withServer(name, sessionsConfig, body, pool = { size: 0 }) {
   const dir = mkdtempSync(path.join(os.tmpdir(), `sandbox-mcp-bench-density-${name}-`));
   const file = path.join(dir, 'config.json');
   writeFileSync(file, JSON.stringify({
     instance_id: `bench-density-${name}-${process.pid}`,
-    pool: { size: 0 },
+    pool,
     sessions: {
       max_sessions: SESSIONS + 8, max_sessions_per_client: SESSIONS + 8, idle_timeout_s: 86400,
       snapshot_dir: path.join(dir, 'snapshots'), ...sessionsConfig,
@@ -138,6 +139,26 @@ async function measureMode(mode, freezeAfter) {
   });
 }
 
+// A new session from the warm pool (size 1) while its sandbox waits frozen or running: the
+// claim and the first call, `POOL_CLAIMS` times, each after the pool refilled (and froze).
+const POOL_CLAIMS = Math.max(3, Math.round(8 * SCALE));
+async function measurePoolClaim(mode, freezeAfter) {
+  const claims = [];
+  results.modes[mode].pool_claim = claims;
+  await withServer(`pool-${mode}`, { freeze_after_idle_s: freezeAfter, pause_after_idle_s: 0 }, async (server, client) => {
+    for (let i = 0; i < POOL_CLAIMS; i++) {
+      await waitFor(async () => {
+        const text = (await getEndpoint(server.url, '/metrics')).text;
+        return /^sandbox_mcp_pool_ready 1$/m.test(text);
+      }, 60000, 'the pool to refill');
+      await new Promise((r) => setTimeout(r, 1500));  // frozen right after it is made
+      const made = await timed(() => callOk(client, 'run_code', { code: '1' }));
+      claims.push(made.ms);
+      await callOk(client, 'cleanup_session', { session_id: made.value.session_id });
+    }
+  }, { size: 1 });
+}
+
 async function measureResume() {
   const out = { resume: [], next_call: [] };
   results.modes.paused = out;
@@ -186,6 +207,11 @@ function report(info) {
   md.push(`| frozen (the thaw included) | ${f.n} | ${fmt(f.p50)} | ${fmt(f.p99)} | ${(f.p50 / fn.p50).toFixed(2)}x (its next call: ${fmt(fn.p50)} ms) |`);
   md.push(`| running (tier off) | ${r.n} | ${fmt(r.p50)} | ${fmt(r.p99)} | 1x |`);
   md.push(`| paused to disk (a resume) | ${p.n} | ${fmt(p.p50)} | ${fmt(p.p99)} | ${(p.p50 / fn.p50).toFixed(0)}x |`, '');
+  const pf = summarize(frozen.pool_claim);
+  const pr = summarize(running.pool_claim);
+  md.push('| a new session from the warm pool (claim and first call) | n | p50 ms | p99 ms | ratio (p50) |', '|---|--:|--:|--:|--:|');
+  md.push(`| the pooled sandbox waited frozen | ${pf.n} | ${fmt(pf.p50)} | ${fmt(pf.p99)} | ${(pf.p50 / pr.p50).toFixed(2)}x |`);
+  md.push(`| it waited running (tier off) | ${pr.n} | ${fmt(pr.p50)} | ${fmt(pr.p99)} | 1x |`, '');
   md.push('| idle sessions | ' + frozen.curve.map((c) => c.idle).join(' | ') + ' |');
   md.push('|---|' + frozen.curve.map(() => '--:').join('|') + '|');
   md.push('| frozen: active call p50 ms | ' + frozen.curve.map((c) => fmt(c.p50)).join(' | ') + ' |');
@@ -200,6 +226,8 @@ async function main() {
   try {
     await measureMode('frozen', 2);
     await measureMode('running', 0);
+    await measurePoolClaim('frozen', 2);
+    await measurePoolClaim('running', 0);
     await measureResume();
   } catch (error) {
     failure = error;

@@ -239,3 +239,29 @@ test('frozen sandboxes that outlive their server and its witness are removed by 
     await stopServer(second.server);
   }
 });
+
+test("past max_sessions, one client's new sessions cannot push another's below its share", async () => {
+  const instanceId = newInstance();
+  const { server, client: alice } = await startFreezing(instanceId, {
+    sessions: { max_sessions: 4, freeze_after_idle_s: 0, pause_after_idle_s: 0, snapshot_dir: path.join(dir, instanceId) },
+  });
+  const { client: bob } = await connectHttp(server.url);
+  try {
+    const states = async (client, sids) => Promise.all(sids.map(async (sid) => (await stats(client, sid)).state));
+    const hers = [];
+    for (let i = 0; i < 4; ++i) hers.push((await runCode(alice, { code: `a = ${i}` })).session_id);
+    const his = [];
+    for (let i = 0; i < 3; ++i) his.push((await runCode(bob, { code: `b = ${i}` })).session_id);
+    const herStates = await states(alice, hers);
+    const hisStates = await states(bob, his);
+    assert.equal(herStates.filter((s) => s === 'running').length, 2, `alice: ${herStates}`);
+    assert.equal(hisStates.filter((s) => s === 'running').length, 2, `bob: ${hisStates}`);
+    assert.equal(hisStates[0], 'paused', 'bob, at his share, made room from his own sessions');
+    const back = await runCode(alice, { session_id: hers[0], code: 'a' });
+    assert.equal(back.result, '0', 'a paused session comes back with its state');
+  } finally {
+    await bob.close();
+    await alice.close();
+    await stopServer(server);
+  }
+});

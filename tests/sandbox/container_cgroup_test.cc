@@ -113,17 +113,11 @@ TEST(FreezeWitness, ThawsWhatIsStillFrozenWhenTheServerEnds) {
   put(dir / "b" / "cgroup.freeze", "1");
   put(dir / "c" / "freezer.state", "FROZEN");  // thawed by the server, then frozen by another
   put(dir / "c" / "other", "FROZEN");
-  std::istringstream server_said("F " + (dir / "a" / "freezer.state").string() + "
-" +
-                                 "F " + (dir / "b" / "cgroup.freeze").string() + "
-" +
-                                 "F " + (dir / "c" / "freezer.state").string() + "
-" +
-                                 "T " + (dir / "c" / "freezer.state").string() + "
-" +
-                                 "F " + (dir / "c" / "other").string() + "
-" + "garbage
-");
+  std::istringstream server_said("F " + (dir / "a" / "freezer.state").string() + "\n" + "F " +
+                                 (dir / "b" / "cgroup.freeze").string() + "\n" + "F " +
+                                 (dir / "c" / "freezer.state").string() + "\n" + "T " +
+                                 (dir / "c" / "freezer.state").string() + "\n" + "F " +
+                                 (dir / "c" / "other").string() + "\ngarbage\n");
   EXPECT_EQ(sandbox::docker::runFreezeWitness(server_said), 0);
   EXPECT_EQ(read(dir / "a" / "freezer.state"), "THAWED");
   EXPECT_EQ(read(dir / "b" / "cgroup.freeze"), "0");

@@ -234,10 +234,12 @@ TEST(DockerBackend, FailedCreationsLeaveNothingBehind) {
 TEST(DockerBackend, ChecksItsOwnHealth) {
   DockerBackend backend(options());
   const auto checks = backend.healthChecks();
-  ASSERT_EQ(checks.size(), 5U);
+  ASSERT_EQ(checks.size(), 6U);
   for (const auto& check : checks) {
     EXPECT_TRUE(check.ok) << check.name << ": " << check.detail;
   }
+  EXPECT_EQ(checks[5].name, "cgroup freezer");
+  EXPECT_EQ(checks[5].detail.find("available: idle sessions are frozen"), 0U) << checks[5].detail;
   EXPECT_NE(checks[0].detail.find("API 1.41"), std::string::npos) << checks[0].detail;
   const auto runtimes = backend.runtimes();
   EXPECT_NE(std::find(runtimes.begin(), runtimes.end(), "runsc"), runtimes.end());

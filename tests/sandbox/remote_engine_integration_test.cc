@@ -189,7 +189,10 @@ TEST_F(RemoteEngine, DoctorChecksTheRemoteEngine) {
   }
   EXPECT_EQ(names,
             (std::vector<std::string>{"docker engine", "runsc runtime", "runsc --host-uds=open",
-                                      "default image", "sandbox agent", "remote engine"}));
+                                      "default image", "sandbox agent", "cgroup freezer",
+                                      "remote engine"}));
+  EXPECT_NE(checks[5].detail.find("unavailable (the engine is remote"), std::string::npos)
+      << checks[5].detail;
   EXPECT_NE(checks[0].detail.find(engine_.host + " over TLS"), std::string::npos)
       << checks[0].detail;
   EXPECT_NE(checks[4].detail.find("copied to volume sandbox-mcp-agent-"), std::string::npos);

@@ -18,6 +18,14 @@ std::vector<HealthCheck> DockerBackend::healthChecks() {
   for (auto& check : checkRuntime()) checks.push_back(std::move(check));
   checks.push_back(checkImage());
   checks.push_back(checkAgentBinary());
+  // Informational: without a freezer idle sessions simply stay running (and use CPU).
+  const auto no_freezer = freezeUnsupported();
+  checks.push_back({"cgroup freezer", true,
+                    no_freezer ? "unavailable (" + *no_freezer +
+                                     "): idle sessions stay running, using CPU "
+                                     "(sessions.freeze_after_idle_s)"
+                               : "available: idle sessions are frozen "
+                                 "(sessions.freeze_after_idle_s)"});
   if (agent_volume_) {
     // The volume needs the agent and the image; it is what sandboxes on this engine run.
     if (checks.back().ok && checks[checks.size() - 2].ok) checkAgentVolume(checks.back());
