@@ -18,6 +18,10 @@ std::vector<HealthCheck> DockerBackend::healthChecks() {
   for (auto& check : checkRuntime()) checks.push_back(std::move(check));
   checks.push_back(checkImage());
   checks.push_back(checkAgentBinary());
+  // The volume needs the agent and the image; it is what sandboxes on a remote engine run.
+  if (agent_volume_ && checks.back().ok && checks[checks.size() - 2].ok) {
+    checkAgentVolume(checks.back());
+  }
   // Informational: without a freezer idle sessions simply stay running (and use CPU).
   const auto no_freezer = freezeUnsupported();
   checks.push_back({"cgroup freezer", true,
@@ -26,11 +30,7 @@ std::vector<HealthCheck> DockerBackend::healthChecks() {
                                      "(sessions.freeze_after_idle_s)"
                                : "available: idle sessions are frozen "
                                  "(sessions.freeze_after_idle_s)"});
-  if (agent_volume_) {
-    // The volume needs the agent and the image; it is what sandboxes on this engine run.
-    if (checks.back().ok && checks[checks.size() - 2].ok) checkAgentVolume(checks.back());
-    checks.push_back(describeRemoteEngine());
-  }
+  if (agent_volume_) checks.push_back(describeRemoteEngine());
   return checks;
 }
 
