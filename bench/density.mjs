@@ -11,7 +11,7 @@
 // Then a new session from a warm pool whose sandbox waits frozen against one that waits running,
 // and, for comparison, the first call on sessions paused to disk (a resume). Results in
 // bench/results/density.{md,json}.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connectHttp, dockerGet, getEndpoint, startHttpServer, waitFor } from '../tests/e2e/harness.mjs';
@@ -45,6 +45,41 @@ async function cgroupFile(containerId, controller, name) {
 }
 
 const readNumber = (file) => Number(readFileSync(file, 'utf8').trim());
+
+// CPU time (clock ticks) of every process on the host, summed by name: who spends it.
+function ticksByName() {
+  const out = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/^memfd:.*/, 'memfd (runsc)');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(entry, { name, ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch { /* ended meanwhile */ }
+  }
+  return out;
+}
+
+// Host CPU over `seconds` (% of one core), and the processes that used it, by name.
+async function hostCpuOver(seconds) {
+  const host0 = hostJiffies();
+  const procs0 = ticksByName();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const host1 = hostJiffies();
+  const procs1 = ticksByName();
+  const byName = new Map();
+  for (const [pid, now] of procs1) {
+    const before = procs0.get(pid);
+    const delta = now.ticks - (before?.name === now.name ? before.ticks : now.ticks);
+    if (delta > 0) byName.set(now.name, (byName.get(now.name) ?? 0) + delta);
+  }
+  const hz = 100;
+  const top = [...byName].sort((a, b) => b[1] - a[1]).slice(0, 6)
+    .map(([name, ticks]) => `${name} ${(ticks / hz / seconds * 100).toFixed(1)}`);
+  const pct = ((host1.busy - host0.busy) / (host1.total - host0.total)) * os.cpus().length * 100;
+  return { pct, top };
+}
 
 async function containerOf(client, sessionId) {
   return (await callOk(client, 'get_session_stats', { session_id: sessionId })).container_id;
@@ -96,6 +131,10 @@ async function measureMode(mode, freezeAfter) {
   const out = { curve: [], first_call: [], next_call: [] };
   results.modes[mode] = out;
   await withServer(mode, { freeze_after_idle_s: freezeAfter, pause_after_idle_s: 0 }, async (server, client) => {
+    if (mode === 'frozen') {
+      // The machine with the server and no session: what 64 idle sessions add is above it.
+      results.baseline_cpu = await hostCpuOver(Math.min(IDLE_S, 30));
+    }
     const active = (await callOk(client, 'run_code', { code: 'x = -1\nx' })).session_id;
     out.baseline_p50 = await activeCallP50(client, active);
     const ids = [];
@@ -118,15 +157,13 @@ async function measureMode(mode, freezeAfter) {
     const containers = await Promise.all(ids.map((id) => containerOf(client, id)));
     const cpuFiles = await Promise.all(containers.map((c) => cgroupFile(c, 'cpuacct', 'cpuacct.usage')));
     const memFiles = await Promise.all(containers.map((c) => cgroupFile(c, 'memory', 'memory.usage_in_bytes')));
-    const host0 = hostJiffies();
     const cpu0 = cpuFiles.map(readNumber);
     const t0 = process.hrtime.bigint();
-    await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+    const host = await hostCpuOver(IDLE_S);
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-    const host1 = hostJiffies();
     const cpu1 = cpuFiles.map(readNumber);
-    const cores = os.cpus().length;
-    out.host_cpu_pct = ((host1.busy - host0.busy) / (host1.total - host0.total)) * cores * 100;
+    out.host_cpu_pct = host.pct;
+    out.host_cpu_top = host.top;
     out.sandbox_cpu_pct = cpu1.map((v, i) => ((v - cpu0[i]) / 1e9 / seconds) * 100);
     out.memory_mib = memFiles.map((f) => readNumber(f) / 2 ** 20);
     // The first call on idle sessions (frozen: thawed by it), then a second right after.
@@ -192,7 +229,10 @@ function report(info) {
   md.push(`- load average (1/5/15 min): ${info.load_start} at start, ${info.load_end} at end`);
   md.push(`- ${SESSIONS} sessions, each with numpy and pandas imported and a variable, then idle; CPU over ${IDLE_S} s; one HTTP client; no warm pool`, '');
   md.push('| | frozen tier on (`freeze_after_idle_s` 2) | off (running) | ratio |', '|---|--:|--:|--:|');
+  const base = results.baseline_cpu.pct;
+  md.push(`| host CPU, the server and no session (% of one core) | ${base.toFixed(1)} | | |`);
   md.push(`| host CPU, ${SESSIONS} idle sessions (% of one core) | ${frozen.host_cpu_pct.toFixed(1)} | ${running.host_cpu_pct.toFixed(1)} | ${(running.host_cpu_pct / Math.max(0.01, frozen.host_cpu_pct)).toFixed(0)}x less |`);
+  md.push(`| ... above the machine with no session | ${(frozen.host_cpu_pct - base).toFixed(1)} | ${(running.host_cpu_pct - base).toFixed(1)} | |`);
   md.push(`| per sandbox, mean (% of one core) | ${(sum(frozen.sandbox_cpu_pct) / SESSIONS).toFixed(3)} | ${(sum(running.sandbox_cpu_pct) / SESSIONS).toFixed(2)} | |`);
   md.push(`| memory per session, median (MiB) | ${median(frozen.memory_mib).toFixed(0)} | ${median(running.memory_mib).toFixed(0)} | |`);
   md.push(`| sessions by state at the end (running / frozen) | ${frozen.states.running} / ${frozen.states.frozen} | ${running.states.running} / ${running.states.frozen} | |`);
@@ -203,15 +243,20 @@ function report(info) {
   const fn = summarize(frozen.next_call);
   const r = summarize(running.first_call);
   const p = summarize(paused.resume);
-  md.push('| first call on an idle session | n | p50 ms | p99 ms | ratio to a running session\'s call (p50) |', '|---|--:|--:|--:|--:|');
-  md.push(`| frozen (the thaw included) | ${f.n} | ${fmt(f.p50)} | ${fmt(f.p99)} | ${(f.p50 / fn.p50).toFixed(2)}x (its next call: ${fmt(fn.p50)} ms) |`);
-  md.push(`| running (tier off) | ${r.n} | ${fmt(r.p50)} | ${fmt(r.p99)} | 1x |`);
+  md.push('| a call on an idle session | n | p50 ms | p99 ms | ratio (p50) to the call right after, on the same session |', '|---|--:|--:|--:|--:|');
+  md.push(`| frozen: the first (its thaw included) | ${f.n} | ${fmt(f.p50)} | ${fmt(f.p99)} | ${(f.p50 / fn.p50).toFixed(2)}x |`);
+  md.push(`| frozen: the next, now running | ${fn.n} | ${fmt(fn.p50)} | ${fmt(fn.p99)} | 1x |`);
+  md.push(`| tier off: the first | ${r.n} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${(r.p50 / summarize(running.next_call).p50).toFixed(2)}x |`);
   md.push(`| paused to disk (a resume) | ${p.n} | ${fmt(p.p50)} | ${fmt(p.p99)} | ${(p.p50 / fn.p50).toFixed(0)}x |`, '');
   const pf = summarize(frozen.pool_claim);
   const pr = summarize(running.pool_claim);
   md.push('| a new session from the warm pool (claim and first call) | n | p50 ms | p99 ms | ratio (p50) |', '|---|--:|--:|--:|--:|');
   md.push(`| the pooled sandbox waited frozen | ${pf.n} | ${fmt(pf.p50)} | ${fmt(pf.p99)} | ${(pf.p50 / pr.p50).toFixed(2)}x |`);
   md.push(`| it waited running (tier off) | ${pr.n} | ${fmt(pr.p50)} | ${fmt(pr.p99)} | 1x |`, '');
+  md.push(`Where the host's CPU went while the ${SESSIONS} sessions idled (% of one core, by process name; \`exe\` is runsc's sandbox, \`process_api\` and \`kdamond\` are this VM's own):`, '');
+  md.push(`- no session: ${results.baseline_cpu.top.join(', ')}`);
+  md.push(`- frozen: ${frozen.host_cpu_top.join(', ')}`);
+  md.push(`- running: ${running.host_cpu_top.join(', ')}`, '');
   md.push('| idle sessions | ' + frozen.curve.map((c) => c.idle).join(' | ') + ' |');
   md.push('|---|' + frozen.curve.map(() => '--:').join('|') + '|');
   md.push('| frozen: active call p50 ms | ' + frozen.curve.map((c) => fmt(c.p50)).join(' | ') + ' |');
