@@ -53,7 +53,7 @@ const char* toString(TaskStatus status) noexcept {
 
 TaskStore::TaskStore(TaskLimits limits, std::function<Clock::time_point()> now,
                      ByteBudget* server_bytes)
-    : limits_(limits),
+    : limits_(std::move(limits)),
       now_(std::move(now)),
       server_bytes_(server_bytes),
       steady_epoch_(now_()),
@@ -203,7 +203,7 @@ std::optional<nlohmann::json> TaskStore::finish(const std::string& id, json call
   if (ready.empty()) return task;
   const json result = takeResult(record);
   lock.unlock();  // waiters answer their requests: never under the store's mutex
-  for (const auto& deliver : ready) deliver([&result] { return result; });
+  for (const auto& deliver : ready) deliver([&result] { return json(result); });  // a copy each
   return task;
 }
 
@@ -255,7 +255,7 @@ std::uint64_t TaskStore::whenResult(const std::string& id, ResultWaiter deliver)
   }
   const json result = takeResult(record);
   lock.unlock();
-  deliver([&result] { return result; });
+  deliver([&result] { return json(result); });
   return 0;
 }
 

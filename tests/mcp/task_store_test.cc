@@ -224,7 +224,8 @@ TEST(TaskNotifications, TheClientsQueueIsBoundedAcrossItsTasksDroppingTheOldest)
   EXPECT_EQ(server.queued.used(), notifications.waitingBytes());
   EXPECT_EQ(notifications.dropped("task-0"), 20U);  // the oldest went first
   EXPECT_EQ(notifications.dropped("task-31"), 20U - (notifications.waitingBytes() / 91));
-  EXPECT_EQ(server.dropped_notifications.load(), 32U * 20U - notifications.waitingBytes() / 91);
+  EXPECT_EQ(server.dropped_notifications.load(),
+            std::size_t{32} * 20 - notifications.waitingBytes() / 91);
   std::vector<json> got;
   (void)notifications.attach("task-0", [&](const json& m) { got.push_back(m); });
   ASSERT_EQ(got.size(), 1U);  // only the notice

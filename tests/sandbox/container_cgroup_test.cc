@@ -18,7 +18,7 @@ using sandbox::docker::cgroupFilesOf;
 constexpr const char* kId = "34d073e7560bae2488e97fd6af2dbda4885bf4e3201ce93d6f4630fafee19342";
 
 // Debian 12 with cgroupfs and v1 controllers (this machine kind): cpu and cpuacct apart.
-const std::string kHybridMounts =
+constexpr const char* kHybridMounts =
     "25 30 0:22 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
     "26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw,nsdelegate\n"
     "29 25 0:26 / /sys/fs/cgroup/freezer rw,nosuid shared:13 - cgroup cgroup rw,freezer\n"

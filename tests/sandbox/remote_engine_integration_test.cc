@@ -187,10 +187,9 @@ TEST_F(RemoteEngine, DoctorChecksTheRemoteEngine) {
     names.push_back(check.name);
     EXPECT_TRUE(check.ok) << check.name << ": " << check.detail;
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"docker engine", "runsc runtime", "runsc --host-uds=open",
-                                      "default image", "sandbox agent", "cgroup freezer",
-                                      "remote engine"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"docker engine", "runsc runtime",
+                                             "runsc --host-uds=open", "default image",
+                                             "sandbox agent", "cgroup freezer", "remote engine"}));
   EXPECT_NE(checks[5].detail.find("unavailable (the engine is remote"), std::string::npos)
       << checks[5].detail;
   EXPECT_NE(checks[0].detail.find(engine_.host + " over TLS"), std::string::npos)

@@ -54,7 +54,7 @@ class FreezingRegistryTest : public ::testing::Test {
     return *registry_;
   }
   std::shared_ptr<server::Session> newSession(const std::string& client = "alice",
-                                              server::SessionOptions options = {}) {
+                                              const server::SessionOptions& options = {}) {
     return registry().acquire({client, client, 16, 4}, "", options, false).session;
   }
 
@@ -147,6 +147,7 @@ TEST_F(FreezingRegistryTest, MakingRoomKeepsEachClientsFairShare) {
   cfg.sessions.freeze_after_idle_s = 0;
   cfg.sessions.max_sessions = 4;
   std::vector<std::shared_ptr<server::Session>> hers;
+  hers.reserve(4);
   for (int i = 0; i < 4; ++i) hers.push_back(newSession("alice"));
   const auto running = [](const std::vector<std::shared_ptr<server::Session>>& list) {
     return std::count_if(list.begin(), list.end(),

@@ -13,8 +13,6 @@
 #include "sandbox/log.h"
 #include "sandbox/spawn_setup.h"
 
-extern char** environ;
-
 namespace sandbox::docker {
 
 FreezeWitness& FreezeWitness::instance() {
