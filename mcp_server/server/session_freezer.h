@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -63,7 +62,6 @@ class SessionFreezer {
   const FreezeSettings settings_;
   std::unordered_map<std::string, Track> tracks_;  // by owner and session id
   Tally tally_;
-  bool said_unreachable_ = false;
 };
 
 // Half of this host's memory (MemTotal), the default budget of frozen sessions.
