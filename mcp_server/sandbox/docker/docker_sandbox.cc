@@ -289,15 +289,16 @@ ContainerCgroup* DockerSandbox::cgroupLocked() {
 
 bool DockerSandbox::freeze() {
   if (!host_cgroups_) return false;
-  std::unique_lock calls(calls_mutex_, std::try_to_lock);  // no call runs while it is frozen
-  if (!calls.owns_lock() || relinking_.load() || !alive()) return false;
   // Only what the engine says runs: a container it is stopping (an engine shutdown) would never
-  // take the stop while frozen, and the engine would wait on it.
+  // take the stop while frozen, and the engine would wait on it. Asked before the call lock is
+  // taken: a slow engine must not hold up a call.
   try {
     if (status() != "running") return false;
   } catch (const std::exception&) {
     return false;  // the engine does not answer: leave the sandbox as it is
   }
+  std::unique_lock calls(calls_mutex_, std::try_to_lock);  // no call runs while it is frozen
+  if (!calls.owns_lock() || relinking_.load() || !alive()) return false;
   std::lock_guard lock(cgroup_mutex_);
   if (frozen_.load()) return true;
   auto* cgroup = cgroupLocked();
