@@ -90,7 +90,8 @@ test('a background job keeps its session running and making progress; quiet, it 
     const sid = (await runCode(client, { code: '1' })).session_id;
     const started = await call(client, 'run_shell', {
       session_id: sid,
-      command: "nohup python3 -c 'import time\nn = 0\nwhile True:\n    n += 1\n    if n % 200000 == 0: open(\"/tmp/n\", \"w\").write(str(n))' >/dev/null 2>&1 &\necho $! > /tmp/job.pid\necho started",
+      // The count is written beside and renamed over, so a reader never sees a truncated file.
+      command: "nohup python3 -c 'import os\nn = 0\nwhile True:\n    n += 1\n    if n % 200000 == 0:\n        open(\"/tmp/n.new\", \"w\").write(str(n))\n        os.replace(\"/tmp/n.new\", \"/tmp/n\")' >/dev/null 2>&1 &\necho $! > /tmp/job.pid\necho started",
     });
     assert.equal(started.structuredContent.stdout.trim(), 'started');
     await new Promise((r) => setTimeout(r, 4000));
