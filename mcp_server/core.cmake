@@ -23,6 +23,7 @@ target_link_libraries(mcp_core
 add_library(mcp_server_sessions STATIC
   server/audit_tally.cc
   server/mcp_gateway.cc
+  server/preview_table.cc
   server/session_egress.cc
   server/sandbox_uri.cc
   server/server_endpoints.cc
@@ -50,6 +51,7 @@ add_library(mcp_tools STATIC
   tools/list_files.cc
   tools/list_sessions.cc
   tools/output_forwarder.cc
+  tools/preview_tools.cc
   tools/register_builtin_tools.cc
   tools/run_code.cc
   tools/run_shell.cc
@@ -110,3 +112,14 @@ add_executable(sandbox-mcp main.cc)
 target_link_libraries(sandbox-mcp PRIVATE mcp_app project_warnings project_sanitizers)
 # sandbox-mcp finds the agent and the sidecar next to itself; building the server builds both.
 add_dependencies(sandbox-mcp sandbox-agent sandbox-sidecar)
+
+# mcp_preview: the preview listener (preview.listen): browsers reach ports inside the sandboxes
+# (expose_port) through the agent, never through a network interface of the sandbox.
+add_library(mcp_preview STATIC
+  preview/preview_connection.cc
+  preview/preview_gate.cc
+  preview/preview_listener.cc)
+target_link_libraries(mcp_preview
+  PUBLIC mcp_server_sessions mcp_transport Boost::headers
+  PRIVATE project_warnings project_sanitizers)
+target_link_libraries(mcp_app PUBLIC mcp_preview)

@@ -62,6 +62,10 @@ readonly SANDBOX_APT_PACKAGES=(
   # the sticky front of a fleet (deploy/haproxy.cfg), run by tests/e2e/fleet.test.mjs
   haproxy
 )
+# Only with SANDBOX_WITH_BROWSER=1 (scripts/test.sh sets it), so the run set-up stays lean: Debian's
+# chromium, which tests/e2e/browser.mjs drives headless with puppeteer-core (npm) to load preview
+# URLs in a real browser.
+readonly SANDBOX_BROWSER_APT_PACKAGES=(chromium)
 
 apt_package_installed() {
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
@@ -77,6 +81,7 @@ apt_update_once() {
 install_packages() {
   log_step "install_packages"
   local wanted=("${SANDBOX_APT_PACKAGES[@]}")
+  [[ "${SANDBOX_WITH_BROWSER:-0}" == 1 ]] && wanted+=("${SANDBOX_BROWSER_APT_PACKAGES[@]}")
   # Node may come from another source (e.g. a nodesource build that bundles npm): only ask apt
   # for nodejs/npm when the commands are missing.
   command -v node >/dev/null 2>&1 || wanted+=(nodejs)

@@ -189,8 +189,9 @@ check_tls_engine_leaks() {
 }
 
 main() {
-  # tests/e2e/images.test.mjs checks the minimal image too
-  SANDBOX_WITH_MINIMAL=1 run_setup_steps "${PRESET}"
+  # tests/e2e/images.test.mjs checks the minimal image too; the browser (chromium) is for the
+  # e2e tests that load preview URLs (tests/e2e/browser.mjs)
+  SANDBOX_WITH_MINIMAL=1 SANDBOX_WITH_BROWSER=1 run_setup_steps "${PRESET}"
 
   RESULTS_DIR="$(mktemp -d /tmp/sandbox-mcp-tests.XXXXXX)"
   trap 'bash "${TLS_DOCKERD}" stop || true; rm -rf "${RESULTS_DIR}"' EXIT

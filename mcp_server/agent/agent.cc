@@ -49,6 +49,7 @@ Agent::Agent(std::filesystem::path saved_output_dir,
     : executor_(
           loop_, reaper_, [this](const nlohmann::json& message) { send(message); },
           std::move(saved_output_dir)),
+      ports_(loop_),
       input_fd_(kInputFd),
       output_fd_(kOutputFd) {
   // Off PID 1 (tests, development) adopt orphans like PID 1 does, so they are reaped and killed.
@@ -156,6 +157,8 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
       switchToChannel(id, request);
     } else if (op == protocol::kOpSuspend) {
       suspendChannel(id);
+    } else if (op == protocol::kOpOpenPort) {
+      openPort(id, request);
     } else if (op == protocol::kOpCancel) {
       send({{"id", id}, {"ok", true}, {"cancelled", executor_.cancel(targetField(request))}});
     } else if (op == protocol::kOpWriteFile || op == protocol::kOpReadFile ||
@@ -172,7 +175,7 @@ void Agent::dispatch(std::int64_t id, const std::string& op, const nlohmann::jso
     } else {
       replyError(id, "unknown op \"" + op +
                          "\"; expected hello, exec, cancel, write_file, read_file, list_files, "
-                         "channel or suspend");
+                         "open_port, channel or suspend");
     }
   } catch (const RequestError& e) {
     replyError(id, e.what());
@@ -220,6 +223,10 @@ void Agent::suspendChannel(std::int64_t id) {
   if (!executor_.idle()) {
     throw RequestError("suspend: an execution is running; wait for its reply or cancel it first");
   }
+  // Previews hold host sockets too (see below); one still connecting is answered first.
+  ports_.closeAll(
+      "the preview connection was closed: the sandbox is being suspended (for a checkpoint); "
+      "open it again once the sandbox runs");
   send({{"id", id}, {"ok", true}});  // the last frame on the socket
   loop_.unwatchFd(channel_.get());
   channel_.reset();  // gVisor cannot checkpoint a sandbox connected to a host socket
@@ -227,6 +234,18 @@ void Agent::suspendChannel(std::int64_t id) {
   output_fd_ = kOutputFd;
   decoder_ = frame::Decoder();
   awaiting_data_.reset();
+}
+
+void Agent::openPort(std::int64_t id, const nlohmann::json& request) {
+  const auto port_request = protocol::decodeOpenPortRequest(request);
+  const std::uint16_t port = port_request.port;
+  ports_.open(port_request, [this, id, port](const std::optional<std::string>& error) {
+    if (error) {
+      replyError(id, *error);
+      return;
+    }
+    send({{"id", id}, {"ok", true}, {"port", port}});
+  });
 }
 
 void Agent::replyError(std::int64_t id, const std::string& error) {
@@ -281,6 +300,7 @@ void Agent::shutdown(int exit_code, std::string_view reason) {
   shutting_down_ = true;
   exit_code_ = exit_code;
   if (egress_) egress_->stop();
+  ports_.closeAll("the agent is stopping");  // not sent: nothing is sent any more
   executor_.killEverything();
   killRemainingChildren();
   loop_.stop();

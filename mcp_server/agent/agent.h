@@ -1,6 +1,7 @@
 // The agent: reads request frames from stdin, answers on stdout, runs executions through the
-// Executor and file ops directly, and acts as PID 1 (reaps children, stops everything on SIGTERM
-// or when stdin closes). Not thread-safe: one thread runs everything.
+// Executor, file ops directly and preview connections (open_port) through PortRelays, and acts as
+// PID 1 (reaps children, stops everything on SIGTERM or when stdin closes). Not thread-safe: one
+// thread runs everything.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "agent/event_loop.h"
 #include "agent/executor.h"
 #include "agent/output_spill.h"
+#include "agent/port_relay.h"
 #include "agent/signal_fd.h"
 #include "common/frame.h"
 #include "common/unique_fd.h"
@@ -47,8 +49,11 @@ class Agent {
   void replyHello(std::int64_t id);
   // Op "channel": connects to the socket and makes it the request and reply stream.
   void switchToChannel(std::int64_t id, const nlohmann::json& request);
-  // Op "suspend": answers on the socket, closes it and reads requests from stdin again.
+  // Op "suspend": closes the preview connections, answers on the socket, closes it and reads
+  // requests from stdin again.
   void suspendChannel(std::int64_t id);
+  // Op "open_port": answered once the preview connection relays (or cannot).
+  void openPort(std::int64_t id, const nlohmann::json& request);
   void replyError(std::int64_t id, const std::string& error);
   // Sends `message`, followed by `data` as its data frame when given.
   void send(const nlohmann::json& message, const std::string* data = nullptr);
@@ -59,6 +64,7 @@ class Agent {
   Reaper reaper_;
   Executor executor_;
   std::optional<EgressForwarder> egress_;  // with --egress-proxy
+  PortRelays ports_;                       // preview connections (open_port)
   int input_fd_;   // where requests come from: stdin, then the channel socket
   int output_fd_;  // where frames go: stdout, then the channel socket
   common::UniqueFd channel_;

@@ -9,7 +9,7 @@
 namespace agent {
 namespace {
 
-// Buffer fills per direction per wake-up: one busy connection cannot starve the others.
+// Reads of a refused client's bytes per wake-up: one client cannot starve the others.
 constexpr int kRoundsPerWakeup = 8;
 // How often a connect refused for a full backlog (EAGAIN) is tried again.
 constexpr std::chrono::milliseconds kBacklogRetry{10};
@@ -19,6 +19,10 @@ constexpr std::uint32_t kIn = EPOLLIN;
 constexpr std::uint32_t kOut = EPOLLOUT;
 
 bool wouldBlock(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK; }
+
+BytePump::Side pumpSide(EgressConnection::Side side) noexcept {
+  return side == EgressConnection::Side::kClient ? BytePump::Side::kFirst : BytePump::Side::kSecond;
+}
 
 }  // namespace
 
@@ -67,11 +71,8 @@ std::uint32_t EgressConnection::wantedEvents(Side side) const noexcept {
       return client ? 0 : kOut;
     case State::kRefusing:
       return !client ? 0 : refusal_.empty() ? kIn : kOut;
-    case State::kRelaying: {
-      const Direction& reading = client ? to_upstream_ : to_client_;
-      const Direction& writing = client ? to_client_ : to_upstream_;
-      return (reading.wantsRead() ? kIn : 0) | (writing.hasPending() ? kOut : 0);
-    }
+    case State::kRelaying:
+      return relay_->wantedEvents(pumpSide(side));
     case State::kWaitingForBacklog:
     case State::kFinished:
       return 0;
@@ -89,8 +90,7 @@ void EgressConnection::connectUpstream(Clock::time_point now) {
   }
   if (::connect(upstream_fd_.get(), reinterpret_cast<const sockaddr*>(&upstream_.address),
                 upstream_.address_length) == 0) {
-    state_ = State::kRelaying;
-    deadline_.reset();
+    startRelaying();
     return;
   }
   const int error = errno;
@@ -116,6 +116,11 @@ void EgressConnection::finishConnect(Clock::time_point now) {
     refuse(error, now);
     return;
   }
+  startRelaying();
+}
+
+void EgressConnection::startRelaying() {
+  relay_.emplace(client_.get(), upstream_fd_.get(), upstream_.buffer_bytes);
   state_ = State::kRelaying;
   deadline_.reset();
 }
@@ -171,68 +176,7 @@ void EgressConnection::onReady(Side side, std::uint32_t events, Clock::time_poin
     case State::kRelaying:
       break;
   }
-  if ((events & EPOLLERR) != 0) {  // a reset, or a failed send: nothing more can move
-    finish();
-    return;
-  }
-  const bool client = side == Side::kClient;
-  Direction& reading = client ? to_upstream_ : to_client_;
-  Direction& writing = client ? to_client_ : to_upstream_;
-  const int self = fd(side);
-  const int other = fd(client ? Side::kUpstream : Side::kClient);
-  const bool hang_up = (events & EPOLLHUP) != 0;
-  const bool readable = (events & EPOLLIN) != 0 || hang_up;  // a hang-up reads as EOF
-  const bool writable = (events & EPOLLOUT) != 0 || (hang_up && writing.hasPending());
-  if ((readable && !pump(reading, self, other)) || (writable && !pump(writing, other, self))) {
-    finish();
-    return;
-  }
-  // A hang-up after EOF: the peer closed entirely and can take nothing more. Stop reading for
-  // it, so the connection ends as soon as the other direction has.
-  if (hang_up && reading.eof && !writing.hasPending() && !writing.ended) {
-    writing.ended = true;
-    writing.buffer.reset();
-  }
-  finishIfBothEnded();
-}
-
-bool EgressConnection::pump(Direction& direction, int from, int to) {
-  // A short read took all the source had: the next read would only say EAGAIN, a syscall that
-  // costs microseconds under gVisor. Level-triggered epoll reports anything that arrives later.
-  bool source_drained = false;
-  for (int round = 0; round < kRoundsPerWakeup; ++round) {
-    if (direction.hasPending()) {
-      const ssize_t n = ::send(to, direction.buffer.get() + direction.begin,
-                               direction.end - direction.begin, MSG_NOSIGNAL);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return wouldBlock(errno);
-      }
-      direction.begin += static_cast<std::size_t>(n);
-      if (direction.hasPending()) return true;  // `to` is full: wait until it is writable
-      direction.begin = direction.end = 0;
-    }
-    if (direction.ended || source_drained) return true;
-    if (direction.eof) {
-      ::shutdown(to, SHUT_WR);  // pass the half-close on; ENOTCONN (peer gone) changes nothing
-      direction.ended = true;
-      direction.buffer.reset();
-      return true;
-    }
-    if (!direction.buffer) {
-      direction.buffer = std::make_unique_for_overwrite<char[]>(upstream_.buffer_bytes);
-    }
-    const ssize_t n = ::recv(from, direction.buffer.get(), upstream_.buffer_bytes, 0);
-    if (n > 0) {
-      direction.end = static_cast<std::size_t>(n);
-      source_drained = direction.end < upstream_.buffer_bytes;
-    } else if (n == 0) {
-      direction.eof = true;
-    } else if (errno != EINTR) {
-      return wouldBlock(errno);
-    }
-  }
-  return true;
+  if (!relay_->onReady(pumpSide(side), events)) finish();
 }
 
 void EgressConnection::onDeadline(Clock::time_point now) {
@@ -253,15 +197,10 @@ void EgressConnection::onDeadline(Clock::time_point now) {
   }
 }
 
-void EgressConnection::finishIfBothEnded() noexcept {
-  if (to_upstream_.ended && to_client_.ended) finish();
-}
-
 void EgressConnection::finish() noexcept {
   client_.reset();
   upstream_fd_.reset();
-  to_upstream_.buffer.reset();
-  to_client_.buffer.reset();
+  relay_.reset();
   refusal_.clear();
   deadline_.reset();
   state_ = State::kFinished;

@@ -1,9 +1,8 @@
 // One connection through the egress forwarder: a TCP client inside the sandbox and its own
-// connection to the egress gateway's Unix socket, relayed byte for byte both ways. Each
-// direction has one bounded buffer and reads again only once it is drained, so a slow reader
-// slows its writer (no unbounded queue). A side's EOF is passed on (shutdown(SHUT_WR) on the
-// other side); the connection is finished when both directions have ended, or on an error.
-// When the gateway cannot be reached, the client gets a 502 answer instead.
+// connection to the egress gateway's Unix socket, relayed byte for byte both ways (BytePump:
+// bounded buffers, backpressure, half-closes passed on); the connection is finished when both
+// directions have ended, or on an error. When the gateway cannot be reached, the client gets a
+// 502 answer instead.
 // Not thread-safe: driven by EgressRelay's loop (level-triggered epoll).
 #pragma once
 
@@ -13,10 +12,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 
+#include "agent/byte_pump.h"
 #include "common/unique_fd.h"
 
 namespace agent {
@@ -74,34 +73,19 @@ class EgressConnection {
     kFinished,
   };
 
-  // One direction: bytes read from one socket wait here until the other takes them all.
-  struct Direction {
-    std::unique_ptr<char[]> buffer;  // allocated on first use
-    std::size_t begin = 0;
-    std::size_t end = 0;
-    bool eof = false;    // the source reached EOF (or can send nothing more)
-    bool ended = false;  // EOF passed on, or the destination can take nothing more
-
-    [[nodiscard]] bool hasPending() const noexcept { return begin < end; }
-    [[nodiscard]] bool wantsRead() const noexcept { return !eof && !ended && !hasPending(); }
-  };
-
   void connectUpstream(Clock::time_point now);
   void finishConnect(Clock::time_point now);
+  void startRelaying();
   void refuse(int error, Clock::time_point now);
-  // Moves bytes from `from` to `to` until neither can go on; false on an error.
-  [[nodiscard]] bool pump(Direction& direction, int from, int to);
   void continueRefusal();
   void finish() noexcept;
-  void finishIfBothEnded() noexcept;
 
   const EgressUpstream& upstream_;
   UniqueFd client_;
   UniqueFd upstream_fd_;
   State state_ = State::kWaitingForBacklog;
-  Direction to_upstream_;
-  Direction to_client_;
-  std::string refusal_;  // the 502 answer still to write
+  std::optional<BytePump> relay_;  // first: the client, second: the gateway; while relaying
+  std::string refusal_;            // the 502 answer still to write
   int refused_with_ = 0;
   std::optional<Clock::time_point> deadline_;
   Clock::time_point give_up_at_;  // of connecting

@@ -30,6 +30,7 @@
 #include "sandbox/docker/runtime_probe.h"
 #include "sandbox/process_sidecar.h"
 #include "sandbox/runtime_dir.h"
+#include "preview/preview_listener.h"
 #include "server/session_registry.h"
 #include "tools/builtin_tools.h"
 #include "tools/session_options.h"
@@ -309,6 +310,11 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
   FleetEndpoints fleet(cfg, backend, sessions, metrics_registry, backend.instanceId());
   registerServerMetrics(metrics_registry, sessions, fleet, backend.engine(), backend.instanceId());
   registerTaskMetrics(metrics_registry, protocol->taskMemory());
+  std::optional<preview::PreviewListener> previews;
+  if (cfg.preview.enabled()) {
+    previews.emplace(cfg.preview, sessions);
+    registerPreviewMetrics(metrics_registry, previews->stats());
+  }
   Drain drain(std::chrono::seconds(cfg.shutdown.grace_s), sessions, *protocol,
               cfg.sessions.persist);
   std::atomic<const transport::HttpTransport*> http_transport{nullptr};
@@ -331,6 +337,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
                   nullptr};
   const auto prepare = [&] { return prepareEngine(cfg, backend, sessions); };
   int status = 0;  // 1: start-up found the server cannot serve (it logged why)
+  if (previews) previews->start();
   if (stdio) {
     // server/discover is answered before the engine work, which the first other request begins;
     // if that fails, the client gets why as the error of its requests.
@@ -344,6 +351,7 @@ int serve(const CliOptions& options, const config::ServerConfig& cfg) {
     serveHttp(options, serving);
   }
   signals.finish();
+  if (previews) previews->stop();  // its connections hold sessions in use
   sessions.shutdown();
   spdlog::info("stopped; all sandboxes removed");  // saved sessions are on disk, not sandboxes
   return status;

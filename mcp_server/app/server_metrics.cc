@@ -73,4 +73,28 @@ void registerTaskMetrics(metrics::Registry& registry, mcp::TaskMemory& tasks) {
       [&tasks] { return static_cast<double>(tasks.dropped_notifications.load()); });
 }
 
+void registerPreviewMetrics(metrics::Registry& registry, const preview::PreviewStats& stats) {
+  const auto counter = [&registry](const char* name, const char* help,
+                                   const std::atomic<std::uint64_t>& value) {
+    registry.counterCallback(name, help, [&value] { return static_cast<double>(value.load()); });
+  };
+  counter("sandbox_mcp_preview_connections_total", "Connections the preview listener accepted.",
+          stats.connections_total);
+  counter("sandbox_mcp_preview_refused_total",
+          "Preview connections refused from their first request (unknown or expired link, bad "
+          "framing, a limit) without touching a sandbox.",
+          stats.refused_total);
+  counter("sandbox_mcp_preview_failed_total",
+          "Preview connections whose port could not be opened in the sandbox (nothing listens, "
+          "the session could not be resumed).",
+          stats.failed_total);
+  counter("sandbox_mcp_preview_bytes_to_sandbox_total",
+          "Bytes browsers sent to sandboxes through previews.", stats.bytes_to_sandbox);
+  counter("sandbox_mcp_preview_bytes_from_sandbox_total",
+          "Bytes sandboxes sent to browsers through previews.", stats.bytes_from_sandbox);
+  registry.gaugeCallback("sandbox_mcp_preview_connections_open",
+                         "Preview connections open now.",
+                         [&stats] { return static_cast<double>(stats.open.load()); });
+}
+
 }  // namespace app

@@ -8,6 +8,7 @@
 #include "app/fleet_endpoints.h"
 #include "mcp/task_memory.h"
 #include "metrics/registry.h"
+#include "preview/preview_connection.h"
 #include "sandbox/docker/engine_client.h"
 #include "server/session_registry.h"
 
@@ -20,5 +21,7 @@ void registerServerMetrics(metrics::Registry& registry, server::SessionRegistry&
 
 // What the tasks of all clients keep in memory; `tasks` must outlive every scrape.
 void registerTaskMetrics(metrics::Registry& registry, mcp::TaskMemory& tasks);
+// The preview listener's counters (sandbox_mcp_preview_*); `stats` outlives the registry's use.
+void registerPreviewMetrics(metrics::Registry& registry, const preview::PreviewStats& stats);
 
 }  // namespace app

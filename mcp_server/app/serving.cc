@@ -64,6 +64,7 @@ transport::HttpTransportOptions httpOptions(const CliOptions& options,
   http.path = cfg.http.path;
   http.token = readToken(options);
   if (!cfg.http.allowed_origins.empty()) http.allowed_origins = cfg.http.allowed_origins;
+  if (cfg.preview.enabled()) http.preview_domain = cfg.preview.domain;
   http.max_body_bytes = static_cast<std::size_t>(cfg.http.max_body_bytes);
   http.max_worker_threads = max_workers;
   http.session_idle_timeout = std::chrono::seconds(cfg.http.session_idle_timeout_s);

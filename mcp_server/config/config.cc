@@ -27,6 +27,7 @@ ServerConfig fromJson(const json& document) {
   readVolumes(root, config.volumes);
   readHttp(root, config.http);
   readStdio(root, config.stdio);
+  readPreview(root, config.preview);
   readMcp(root, config.mcp);
   readEgress(root, config.egress);
   readShutdown(root, config.shutdown);

@@ -300,6 +300,32 @@ struct EgressConfig {
   [[nodiscard]] static std::map<std::string, nlohmann::json> defaultEgressProfiles();
 };
 
+// Preview URLs (expose_port): a listener of its own that relays browsers to ports inside the
+// sandboxes, over the agent (no network interface in the sandbox). Off while `listen` is empty.
+struct PreviewConfig {
+  // "host:port" to listen on, e.g. "127.0.0.1:8766". Empty: expose_port is refused.
+  std::string listen;
+  // Each exposure is served at <random label>.<domain>; browsers resolve *.localhost to loopback.
+  std::string domain = "localhost";
+  // The URL handed out, with "{label}" where the label goes, for a listener behind a front
+  // (e.g. "https://{label}.preview.example.com/"). Empty: http://{label}.<domain>:<listen port>/.
+  std::string public_url;
+  std::int64_t default_expires_s = 3600;  // when expose_port names none
+  std::int64_t max_expires_s = 86400;     // the most expose_port may ask for
+  std::int64_t max_ports_per_session = 8;
+  std::int64_t max_connections_per_session = 32;
+  std::int64_t max_connections = 512;  // open at once, all sessions together
+  // A connection that moves no byte this long is closed (a WebSocket too).
+  std::int64_t idle_timeout_s = 300;
+  // Bytes one session's previews may move (both directions, over the session's life). 0: no bound.
+  std::int64_t max_mib_per_session = 0;
+  // A request's head (request line and fields) larger than this gets 431.
+  std::int64_t max_head_bytes = 32 * 1024;
+  std::int64_t header_timeout_ms = 10000;  // for the first request's head
+
+  [[nodiscard]] bool enabled() const noexcept { return !listen.empty(); }
+};
+
 // What happens on SIGTERM (or SIGINT, SIGHUP): the server drains. New MCP sessions are refused
 // (HTTP 503 with Retry-After; /readyz fails), running executions get up to grace_s to finish,
 // then every sandbox is removed. A second signal ends at once.
@@ -321,6 +347,7 @@ struct ServerConfig {
   StdioConfig stdio;
   McpConfig mcp;
   EgressConfig egress;
+  PreviewConfig preview;
   ShutdownConfig shutdown;
   // Names this server in its containers' labels and its run-time directory. Empty: the
   // SANDBOX_MCP_INSTANCE_ID environment variable, else random at start. Replicas sharing an

@@ -24,6 +24,7 @@ void readVolumes(ObjectReader& parent, VolumesConfig& out);
 // http, stdio (transport_sections.cc).
 void readHttp(ObjectReader& parent, HttpConfig& out);
 void readStdio(ObjectReader& parent, StdioConfig& out);
+void readPreview(ObjectReader& parent, PreviewConfig& out);
 
 // mcp, with its sidecar (mcp_sections.cc).
 void readMcp(ObjectReader& parent, McpConfig& out);

@@ -46,3 +46,73 @@ void readStdio(ObjectReader& parent, StdioConfig& out) {
 }
 
 }  // namespace config
+
+namespace config {
+namespace {
+
+// "host:port" with a port of 0-65535 (0: any free port, for tests); IPv6 in brackets.
+bool validListen(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) return false;
+  const std::string port = listen.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
+  if (std::stoi(port) > 65535) return false;
+  const std::string host = listen.substr(0, colon);
+  if (host.front() == '[') return host.back() == ']';
+  return host.find_first_of(":/ ") == std::string::npos;
+}
+
+// Lower-case DNS labels separated by dots: what a browser sends back in Host unchanged.
+bool validDomain(const std::string& domain) {
+  if (domain.empty() || domain.size() > 200 || domain.front() == '.' || domain.back() == '.' ||
+      domain.find("..") != std::string::npos) {
+    return false;
+  }
+  return domain.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") == std::string::npos;
+}
+
+}  // namespace
+
+void readPreview(ObjectReader& parent, PreviewConfig& out) {
+  const json* node = parent.child("preview");
+  if (!node) return;
+  ObjectReader r(*node, "preview");
+  r.read("listen", out.listen);
+  r.read("domain", out.domain);
+  r.read("public_url", out.public_url);
+  r.read("default_expires_s", out.default_expires_s);
+  r.read("max_expires_s", out.max_expires_s);
+  r.read("max_ports_per_session", out.max_ports_per_session);
+  r.read("max_connections_per_session", out.max_connections_per_session);
+  r.read("max_connections", out.max_connections);
+  r.read("idle_timeout_s", out.idle_timeout_s);
+  r.read("max_mib_per_session", out.max_mib_per_session);
+  r.read("max_head_bytes", out.max_head_bytes);
+  r.read("header_timeout_ms", out.header_timeout_ms);
+  r.rejectUnknown();
+  if (!out.listen.empty() && !validListen(out.listen)) {
+    ObjectReader::fail("preview.listen", "must be host:port, e.g. 127.0.0.1:8766");
+  }
+  if (!validDomain(out.domain)) {
+    ObjectReader::fail("preview.domain",
+                       "must be a lower-case domain name, e.g. localhost or preview.example.com");
+  }
+  const auto label = out.public_url.find("{label}");
+  if (!out.public_url.empty() &&
+      (label == std::string::npos || out.public_url.find("{label}", label + 1) != std::string::npos ||
+       (out.public_url.rfind("http://", 0) != 0 && out.public_url.rfind("https://", 0) != 0))) {
+    ObjectReader::fail("preview.public_url",
+                       "must be an http(s) URL with {label} once, e.g. https://{label}.example.com/");
+  }
+  requireAtLeast(out.default_expires_s, 1, "preview.default_expires_s");
+  requireAtLeast(out.max_expires_s, out.default_expires_s, "preview.max_expires_s");
+  requireAtLeast(out.max_ports_per_session, 1, "preview.max_ports_per_session");
+  requireAtLeast(out.max_connections_per_session, 1, "preview.max_connections_per_session");
+  requireAtLeast(out.max_connections, out.max_connections_per_session, "preview.max_connections");
+  requireAtLeast(out.idle_timeout_s, 1, "preview.idle_timeout_s");
+  requireAtLeast(out.max_mib_per_session, 0, "preview.max_mib_per_session");
+  requireAtLeast(out.max_head_bytes, 1024, "preview.max_head_bytes");
+  requireAtLeast(out.header_timeout_ms, 100, "preview.header_timeout_ms");
+}
+
+}  // namespace config

@@ -68,6 +68,12 @@ std::vector<std::string> weakenings(const ServerConfig& config) {
                      " operator-listed MCP endpoint(s) through their sidecar, special addresses "
                      "included where listed");
   }
+  if (config.preview.enabled()) {
+    out.emplace_back("WEAKENED: preview.listen is " + config.preview.listen +
+                     ": models may expose ports of their sandboxes (expose_port) to anyone who "
+                     "reaches that address and holds a preview link (<label>." +
+                     config.preview.domain + ")");
+  }
   if (config.mcp.sidecar.mode == "process") {
     out.emplace_back(
         "WEAKENED: mcp.sidecar.mode is process: MCP relays run as child processes of the server, "

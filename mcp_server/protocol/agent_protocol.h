@@ -11,6 +11,7 @@
 // Pure; thread-safe. Built twice: unsanitized into the static agent, sanitized into the server.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +50,9 @@ inline constexpr std::string_view kOpChannel = "channel";
 // Moves the frames back from the socket to stdio and closes the socket, so that the sandbox holds
 // no connection to the host and can be checkpointed; sent on the socket, when no exec runs.
 inline constexpr std::string_view kOpSuspend = "suspend";
+// Connects 127.0.0.1:<port> inside the sandbox to a host Unix socket and relays bytes between
+// them (a preview connection; agent/port_relay.h).
+inline constexpr std::string_view kOpOpenPort = "open_port";
 
 // ---- exec --------------------------------------------------------------------------------------
 
@@ -189,5 +193,50 @@ template <class T>
 
 // "2.0 s", "0.25 s": a duration as people read it in a note.
 [[nodiscard]] std::string formatSeconds(std::chrono::milliseconds duration);
+
+// ---- open_port ---------------------------------------------------------------------------------
+
+// The token the agent writes first on the host socket (then "\n"): lowercase hex digits.
+inline constexpr std::size_t kOpenPortTokenDigits = 32;
+// sizeof(sockaddr_un::sun_path) on Linux, minus its terminating NUL.
+inline constexpr std::size_t kMaxUnixSocketPathBytes = 107;
+
+struct OpenPortRequest {
+  std::uint16_t port = 0;  // of 127.0.0.1 inside the sandbox, 1-65535
+  std::string path;        // the host's Unix socket as the sandbox sees it, absolute
+  std::string token;       // kOpenPortTokenDigits lowercase hex digits
+};
+
+// Server: the "open_port" request (without "id").
+[[nodiscard]] inline json encodeOpenPortRequest(const OpenPortRequest& request) {
+  return {{"op", kOpOpenPort},
+          {"port", request.port},
+          {"path", request.path},
+          {"token", request.token}};
+}
+
+// Agent: strict, every field required. Throws ProtocolError naming the offending field.
+[[nodiscard]] inline OpenPortRequest decodeOpenPortRequest(const json& message) {
+  // A mistyped or absent field reads as a value that fails its check below.
+  const auto port = fieldOr<std::int64_t>(message, "port", 0);
+  if (port < 1 || port > 65535) {
+    throw ProtocolError(
+        "open_port: \"port\" must be an integer from 1 to 65535 (the TCP port a server in the "
+        "sandbox listens on)");
+  }
+  auto path = fieldOr<std::string>(message, "path", "");
+  if (!path.starts_with('/') || path.size() > kMaxUnixSocketPathBytes ||
+      path.find('\0') != std::string::npos) {
+    throw ProtocolError("open_port: \"path\" must be the absolute path of a Unix socket, at most " +
+                        std::to_string(kMaxUnixSocketPathBytes) + " bytes");
+  }
+  auto token = fieldOr<std::string>(message, "token", "");
+  const auto lower_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (token.size() != kOpenPortTokenDigits || !std::ranges::all_of(token, lower_hex)) {
+    throw ProtocolError("open_port: \"token\" must be " + std::to_string(kOpenPortTokenDigits) +
+                        " lowercase hex digits");
+  }
+  return {static_cast<std::uint16_t>(port), std::move(path), std::move(token)};
+}
 
 }  // namespace protocol

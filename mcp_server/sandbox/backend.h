@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/cancel_token.h"
+#include "common/unique_fd.h"
 #include "common/rich_output.h"
 #include "protocol/agent_protocol.h"
 #include "sandbox/build_file.h"
@@ -114,6 +115,13 @@ class Sandbox {
   virtual FileRange readFileRange(const std::string& path, std::uint64_t offset,
                                   std::size_t length) = 0;
   virtual FileListing listFiles(const std::string& path) = 0;
+  // A stream connected to 127.0.0.1:`port` inside the sandbox (a preview connection): bytes
+  // written to it reach whatever sandbox code listens there, and its answers come back. No network
+  // interface is involved. Throws SandboxError saying what to do (nothing listens on the port,
+  // too many connections, this backend cannot).
+  virtual common::UniqueFd openPort(std::uint16_t /*port*/) {
+    throw SandboxError("this sandbox cannot open its ports to the server (its backend has no way)");
+  }
 
   // Saves the sandbox's whole state (its processes and their memory, the files in its tmpfs
   // mounts) into `dir`, an empty directory on the server's host, and goes on running. Throws

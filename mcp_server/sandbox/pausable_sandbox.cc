@@ -116,6 +116,10 @@ FileListing PausableSandbox::listFiles(const std::string& path) {
   return withLive([&](Sandbox& live) { return live.listFiles(path); });
 }
 
+common::UniqueFd PausableSandbox::openPort(std::uint16_t port) {
+  return withLive([&](Sandbox& live) { return live.openPort(port); });
+}
+
 void PausableSandbox::checkpoint(const std::filesystem::path& dir) {
   withLive([&](Sandbox& live) { live.checkpoint(dir); });
 }

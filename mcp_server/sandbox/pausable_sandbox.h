@@ -61,6 +61,7 @@ class PausableSandbox final : public Sandbox {
   FileRange readFileRange(const std::string& path, std::uint64_t offset,
                           std::size_t length) override;
   FileListing listFiles(const std::string& path) override;
+  common::UniqueFd openPort(std::uint16_t port) override;
   void checkpoint(const std::filesystem::path& dir) override;
   // The live sandbox's; false, not frozen and unknown while paused (or busy pausing).
   bool freeze() override;

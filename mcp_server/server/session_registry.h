@@ -21,6 +21,7 @@
 #include "server/client_quota.h"
 #include "server/execution_slots.h"
 #include "server/lost_sessions.h"
+#include "server/preview_table.h"
 #include "server/resource_events.h"
 #include "server/session.h"
 #include "server/session_factory.h"
@@ -135,6 +136,8 @@ class SessionRegistry {
   [[nodiscard]] SessionFactory& factory() noexcept { return *factory_; }
   // Where the sessions tell what changes in their owners' resources (resource_events.h).
   [[nodiscard]] ResourceEvents& resourceEvents() noexcept { return *resource_events_; }
+  // The sessions' exposed ports (expose_port) and their preview labels.
+  [[nodiscard]] PreviewTable& previews() noexcept { return previews_; }
   // What minted ids end with after "~" (the replica's instance id); empty: nothing.
   [[nodiscard]] const std::string& routeTag() const noexcept { return route_tag_; }
 
@@ -212,6 +215,7 @@ class SessionRegistry {
   LostSessions lost_;         // died: the next call under the id gets a fresh sandbox, and is told
   LostSessions ended_;  // ended (cleanup_session, idle expiry): a call under the id is told why
   ExecutionSlots slots_;
+  PreviewTable previews_;
   ClientQuota client_executions_;  // per quota key
   std::mutex catalog_mutex_;
   bool catalog_tried_ = false;

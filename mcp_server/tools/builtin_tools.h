@@ -5,6 +5,10 @@
 #include "tools/tool.h"
 #include "tools/tool_registry.h"
 
+namespace server {
+class Session;
+}
+
 namespace tools {
 
 [[nodiscard]] Tool makeRunCodeTool(const config::ServerConfig& config);
@@ -18,6 +22,12 @@ namespace tools {
 [[nodiscard]] Tool makeSnapshotSessionTool();
 [[nodiscard]] Tool makeForkSessionTool(const config::ServerConfig& config);
 [[nodiscard]] Tool makeRestoreSessionTool();
+// Registered only with preview.listen set.
+[[nodiscard]] Tool makeExposePortTool(const config::ServerConfig& config);
+[[nodiscard]] Tool makeUnexposePortTool();
+// A session's exposed ports for get_session_stats and list_sessions: [{port, url, expires_at}].
+[[nodiscard]] json previewsSchema();
+[[nodiscard]] json previewsOf(server::SessionRegistry& sessions, const server::Session& session);
 
 void registerBuiltinTools(ToolRegistry& registry, const config::ServerConfig& config);
 

@@ -32,6 +32,7 @@ Tool makeGetSessionStatsTool() {
             "(sessions.pause_after_idle_s); the next call resumes it where it was"}}},
          {"snapshot_bytes",
           {{"type", "integer"}, {"description", "bytes the paused state holds on disk"}}},
+         {"previews", previewsSchema()},
          {"snapshots",
           {{"type", "array"},
            {"description", "this session's named snapshots (snapshot_session)"},
@@ -92,6 +93,9 @@ Tool makeGetSessionStatsTool() {
           }
         }
         out.structured["snapshots"] = snapshots;
+        if (ctx.sessions.previews().enabled()) {
+          out.structured["previews"] = previewsOf(ctx.sessions, *session);
+        }
         if (auto* gateway = session->mcpGateway()) out.structured["mcp"] = gateway->stats();
         char text[256];
         std::snprintf(

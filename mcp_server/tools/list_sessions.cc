@@ -23,7 +23,8 @@ Tool makeListSessionsTool() {
                {"execution_count", {{"type", "integer"}}},
                {"idle_seconds", {{"type", "number"}}},
                {"state", {{"type", "string"}, {"enum", {"running", "frozen", "paused", "lost"}}}},
-               {"snapshot_bytes", {{"type", "integer"}}}}},
+               {"snapshot_bytes", {{"type", "integer"}}},
+               {"previews", previewsSchema()}}},
              {"required",
               {"session_id", "image", "runtime", "created_at", "execution_count"}}}}}}}},
        {"required", {"sessions"}}},
@@ -43,6 +44,9 @@ Tool makeListSessionsTool() {
                                    {"idle_seconds", s->idleSeconds()},
                                    {"state", s->state()},
                                    {"snapshot_bytes", s->snapshotBytes()}});
+                  if (ctx.sessions.previews().enabled()) {
+                    items.back()["previews"] = previewsOf(ctx.sessions, *s);
+                  }
                   text += s->id() + " (" + std::to_string(s->executionCount()) + " executions, " +
                           s->sandbox().image() + ", " + std::string(s->state()) + ")\n";
                 }

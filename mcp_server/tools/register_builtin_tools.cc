@@ -14,6 +14,10 @@ void registerBuiltinTools(ToolRegistry& registry, const config::ServerConfig& co
   registry.add(makeSnapshotSessionTool());
   registry.add(makeForkSessionTool(config));
   registry.add(makeRestoreSessionTool());
+  if (config.preview.enabled()) {
+    registry.add(makeExposePortTool(config));
+    registry.add(makeUnexposePortTool());
+  }
 }
 
 }  // namespace tools

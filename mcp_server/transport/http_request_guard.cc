@@ -51,13 +51,24 @@ Rejection reject(http::status status, std::string message) {
 std::optional<Rejection> checkOriginAndHost(const http::request_header<>& request,
                                             const RequestGuardConfig& config) {
   const auto host = request.find(http::field::host);
+  const auto origin = request.find(http::field::origin);
+  if (!config.preview_domain.empty()) {
+    for (const auto field : {host, origin}) {
+      if (field != request.end() &&
+          subdomainLabel(std::string_view(field->value()), config.preview_domain)) {
+        return reject(http::status::forbidden,
+                      "Forbidden: '" + std::string(field->value()) +
+                          "' is a preview address (preview.domain " + config.preview_domain +
+                          "); pages served from a sandbox may not call the MCP endpoint");
+      }
+    }
+  }
   if (config.require_loopback_host && host != request.end() &&
       !isLoopbackHostHeader(std::string_view(host->value()))) {
     return reject(http::status::forbidden,
                   "Forbidden: Host header is not a loopback name; this server is bound to "
                   "loopback, so connect via localhost, 127.0.0.1 or [::1]");
   }
-  const auto origin = request.find(http::field::origin);
   if (origin != request.end() &&
       !isOriginAllowed(std::string_view(origin->value()), config.allowed_origins)) {
     return reject(http::status::forbidden,

@@ -27,6 +27,9 @@ struct RequestGuardConfig {
   std::vector<PrincipalToken> principal_tokens;
   std::vector<std::string> allowed_origins;
   bool require_loopback_host = true;   // set when bound to a loopback address
+  // preview.domain while previews are on: a Host or Origin under it is a preview page (sandbox
+  // content in the user's browser) and never reaches the MCP endpoint, whatever the allowlist.
+  std::string preview_domain;
   std::vector<std::string> get_paths;  // plain GET/HEAD endpoints (health, metrics) beside `path`
 };
 

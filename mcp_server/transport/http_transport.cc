@@ -156,6 +156,7 @@ HttpTransport::HttpTransport(std::shared_ptr<jsonrpc::EndpointFactory> factory,
   guard.token = options.token;
   guard.principal_tokens = options.principal_tokens;
   guard.allowed_origins = options.allowed_origins;
+  guard.preview_domain = options.preview_domain;
   for (const auto& [path, handler] : options.get_endpoints) guard.get_paths.push_back(path);
   io_ = std::make_unique<IoState>(std::max<std::size_t>(options.io_threads, 1));
   context_ =

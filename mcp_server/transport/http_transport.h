@@ -49,6 +49,9 @@ struct HttpTransportOptions {
   ParamHeaders param_headers;
   // Origin allowlist; "scheme://host" allows any port, "scheme://host:port" only that one.
   std::vector<std::string> allowed_origins = defaultAllowedOrigins();
+  // preview.domain while previews are on (empty: off): requests whose Host or Origin is under it
+  // are refused (403), whatever allowed_origins says.
+  std::string preview_domain;
   std::size_t max_body_bytes = std::size_t{4} * 1024 * 1024;  // config: http.max_body_bytes
   // Request bodies held by all connections at once (BodyBudget); past it a 503.
   // config: http.max_body_bytes_in_flight

@@ -111,4 +111,19 @@ bool isLoopbackHostHeader(std::string_view host) {
   return octets[0] == 127;
 }
 
+std::optional<std::string> subdomainLabel(std::string_view host_or_origin,
+                                          std::string_view domain) {
+  const auto parts = host_or_origin.find("://") != std::string_view::npos
+                         ? parseOrigin(host_or_origin)
+                         : parseHostHeader(host_or_origin);
+  if (!parts || domain.empty()) return std::nullopt;
+  std::string_view host = parts->host;
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);  // "abc.localhost."
+  if (host.size() <= domain.size() + 1 || host.substr(host.size() - domain.size()) != domain ||
+      host[host.size() - domain.size() - 1] != '.') {
+    return std::nullopt;
+  }
+  return std::string(host.substr(0, host.size() - domain.size() - 1));
+}
+
 }  // namespace transport

@@ -35,4 +35,10 @@ struct OriginParts {
 // DNS-rebinding requests (Host: evil.example resolving to 127.0.0.1) on a loopback bind.
 [[nodiscard]] bool isLoopbackHostHeader(std::string_view host);
 
+// What a host strictly under `domain` puts before it ("abc" for "abc.localhost:8766" under
+// "localhost", "x.abc" for "x.abc.localhost"), lower-cased; nullopt when the host is not under it, or is `domain` itself.
+// `host_or_origin`: a Host header or an Origin ("scheme://host[:port]").
+[[nodiscard]] std::optional<std::string> subdomainLabel(std::string_view host_or_origin,
+                                                        std::string_view domain);
+
 }  // namespace transport

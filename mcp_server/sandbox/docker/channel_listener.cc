@@ -17,13 +17,14 @@
 #include "common/frame.h"
 #include "common/random_id.h"
 #include "sandbox/backend.h"
+#include "sandbox/docker/socket_wait.h"
 #include "sandbox/log.h"
 
 namespace sandbox::docker {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using Clock = SocketClock;
 
 // The token frame is tiny; anything bigger is not our agent.
 constexpr std::size_t kMaxTokenFrameBytes = 256;
@@ -34,35 +35,6 @@ constexpr int kBacklog = 4;
 constexpr std::chrono::seconds kTokenWait{1};
 
 std::string systemError(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// Waits until `fd` is readable or `deadline` passes; false on timeout.
-bool waitReadable(int fd, Clock::time_point deadline) {
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (ready > 0) return true;
-    if (ready < 0 && errno != EINTR) return false;
-  }
-}
-
-// Reads exactly `size` bytes before `deadline`; false on timeout, end of stream or error.
-bool readExactly(int fd, char* out, std::size_t size, Clock::time_point deadline) {
-  while (size > 0) {
-    if (!waitReadable(fd, deadline)) return false;
-    const ssize_t n = ::recv(fd, out, size, 0);
-    if (n == 0) return false;
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return false;
-    }
-    out += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // The first frame on the connection, read exactly (nothing after it); nullopt when it does not
 // come before `deadline` or is not a small JSON frame.
@@ -78,14 +50,6 @@ std::optional<std::string> readTokenFrame(int fd, Clock::time_point deadline) {
   std::string payload(size, '\0');
   if (!readExactly(fd, payload.data(), size, deadline)) return std::nullopt;
   return payload;
-}
-
-// Compares in time independent of where the strings differ.
-bool sameToken(const std::string& a, const std::string& b) noexcept {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 }  // namespace

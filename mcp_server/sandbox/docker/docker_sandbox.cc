@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sandbox/docker/container_fate.h"
+#include "sandbox/docker/port_door.h"
 #include "sandbox/log.h"
 
 namespace sandbox::docker {
@@ -187,6 +188,23 @@ FileRange DockerSandbox::readFileRange(const std::string& path, std::uint64_t of
 }
 
 FileListing DockerSandbox::listFiles(const std::string& path) { return agent_.listFiles(path); }
+
+common::UniqueFd DockerSandbox::openPort(std::uint16_t port) {
+  if (!usesChannelSocket()) {
+    throw SandboxError(
+        "this sandbox's ports cannot be reached: previews need the agent's socket channel "
+        "(sandbox.agent_channel \"socket\", with the engine on the server's host), and this "
+        "sandbox talks over the engine's attach stream");
+  }
+  PortDoor door(socket_dir_->hostDir(), ChannelListener::kContainerDir);
+  callAgent({{"op", protocol::kOpOpenPort},
+             {"port", port},
+             {"path", door.containerPath()},
+             {"token", door.token()}},
+            kOpenPortWait);
+  // The agent connected and wrote the token before it answered: the connection waits.
+  return door.accept(kOpenPortWait);
+}
 
 void DockerSandbox::checkpoint(const std::filesystem::path& dir) {
   if (!checkpoints_.runsc) {

@@ -90,6 +90,11 @@ class DockerSandbox final : public Sandbox {
   FileRange readFileRange(const std::string& path, std::uint64_t offset,
                           std::size_t length) override;
   FileListing listFiles(const std::string& path) override;
+  // Needs the socket channel (the engine on the server's host): the agent connects a PortDoor in
+  // the channel's directory and relays it to the port.
+  common::UniqueFd openPort(std::uint16_t port) override;
+  // For the agent's answer to open_port, and then for its connection to the door.
+  inline static constexpr std::chrono::milliseconds kOpenPortWait{5000};
   // Suspends the agent's socket channel, runs runsc checkpoint (the sandbox keeps running) and
   // gives the agent a new channel. Waits up to kCheckpointWait for calls in flight to finish.
   void checkpoint(const std::filesystem::path& dir) override;

@@ -1,0 +1,107 @@
+#include "preview/preview_gate.h"
+
+#include <boost/beast/core/string.hpp>
+
+#include "transport/origin_check.h"
+
+namespace preview {
+namespace {
+
+Refusal notFound() {
+  // The same answer for a label that never was, one that expired and one whose session ended:
+  // nothing tells a guesser which.
+  return {http::status::not_found,
+          "No preview here: this link is unknown or has expired. Ask for a new one with "
+          "expose_port.\n"};
+}
+
+}  // namespace
+
+std::optional<Refusal> checkFraming(const http::request_header<>& head) {
+  if (head.count(http::field::host) != 1) {
+    return Refusal{http::status::bad_request, "A request needs exactly one Host header.\n"};
+  }
+  const bool has_length = head.count(http::field::content_length) > 0;
+  const auto encodings = head.count(http::field::transfer_encoding);
+  if (encodings > 0 && has_length) {
+    return Refusal{http::status::bad_request,
+                   "A request may not carry both Content-Length and Transfer-Encoding.\n"};
+  }
+  if (encodings > 1 || (encodings == 1 && !boost::beast::iequals(
+                                              head[http::field::transfer_encoding], "chunked"))) {
+    return Refusal{http::status::not_implemented,
+                   "Only \"Transfer-Encoding: chunked\" is relayed to a preview.\n"};
+  }
+  if (head.method() == http::verb::connect) {
+    return Refusal{http::status::method_not_allowed, "CONNECT is not relayed to a preview.\n"};
+  }
+  const auto target = head.target();
+  if (target.empty() || target.front() != '/') {
+    return Refusal{http::status::bad_request,
+                   "A preview request's target must be a path (\"/...\").\n"};
+  }
+  return std::nullopt;
+}
+
+PreviewGate::PreviewGate(const config::PreviewConfig& config, server::PreviewTable& table)
+    : config_(config),
+      table_(table),
+      max_bytes_per_session_(static_cast<std::uint64_t>(config.max_mib_per_session) << 20U) {}
+
+PreviewGate::Decision PreviewGate::admit(const http::request_header<>& head) {
+  if (auto refusal = checkFraming(head)) return *refusal;
+  const auto label = transport::subdomainLabel(std::string_view(head[http::field::host]),
+                                               config_.domain);
+  if (!label) {
+    return Refusal{http::status::not_found,
+                   "This is the preview listener: open a preview link (<label>." +
+                       config_.domain + "), as expose_port gives it.\n"};
+  }
+  auto grant = table_.find(*label);
+  if (!grant) return notFound();
+  auto session = grant->session.lock();
+  if (!session) return notFound();
+  std::string key = grant->owner + "\n" + grant->session_id;
+  const std::lock_guard lock(mutex_);
+  purgeEndedLocked();
+  auto& tally = tallies_[key];
+  if (tally.session.lock() != session) tally = SessionTally{session, 0, 0};  // a new session
+  if (tally.open >= static_cast<std::size_t>(config_.max_connections_per_session)) {
+    return Refusal{http::status::service_unavailable,
+                   "This session's previews have " + std::to_string(tally.open) +
+                       " connections open (preview.max_connections_per_session); close some "
+                       "and retry.\n"};
+  }
+  if (max_bytes_per_session_ > 0 && tally.bytes >= max_bytes_per_session_) {
+    return Refusal{http::status::too_many_requests,
+                   "This session's previews have moved their " +
+                       std::to_string(config_.max_mib_per_session) +
+                       " MiB (preview.max_mib_per_session); start a new session to go on.\n"};
+  }
+  ++tally.open;
+  return std::unique_ptr<Admission>(new Admission(*this, std::move(*grant), std::move(key)));
+}
+
+void PreviewGate::purgeEndedLocked() {
+  std::erase_if(tallies_, [](const auto& entry) {
+    return entry.second.open == 0 && entry.second.session.expired();
+  });
+}
+
+void PreviewGate::release(const std::string& key) {
+  const std::lock_guard lock(mutex_);
+  if (const auto it = tallies_.find(key); it != tallies_.end() && it->second.open > 0) {
+    --it->second.open;
+  }
+}
+
+PreviewGate::Admission::~Admission() { gate_.release(key_); }
+
+bool PreviewGate::Admission::spend(std::uint64_t bytes) {
+  const std::lock_guard lock(gate_.mutex_);
+  auto& tally = gate_.tallies_[key_];
+  tally.bytes += bytes;
+  return gate_.max_bytes_per_session_ == 0 || tally.bytes <= gate_.max_bytes_per_session_;
+}
+
+}  // namespace preview

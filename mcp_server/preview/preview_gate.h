@@ -1,0 +1,80 @@
+// What the preview listener decides from a connection's first request head, before any sandbox
+// is touched: is the head well framed, does its Host name a live grant (server/preview_table.h),
+// and does the grant's session have room (preview.max_connections_per_session, its byte budget
+// preview.max_mib_per_session). A connection is bound to the grant its first request names;
+// later requests on it reach the same port whatever they say (they cannot reach anything the
+// first one could not). Thread-safe.
+#pragma once
+
+#include <boost/beast/http/fields.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/status.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+
+#include "config/config.h"
+#include "server/preview_table.h"
+
+namespace preview {
+
+namespace http = boost::beast::http;
+
+struct Refusal {
+  http::status status;
+  std::string message;  // the plain-text body: what happened and what to do
+};
+
+// Request-smuggling and routing checks of a head: one Host; not both Content-Length and
+// Transfer-Encoding; a Transfer-Encoding of exactly "chunked"; an origin-form target ("/..."); no
+// CONNECT. nullopt: it passes.
+[[nodiscard]] std::optional<Refusal> checkFraming(const http::request_header<>& head);
+
+class PreviewGate {
+ public:
+  // A connection let through: holds its place in its session's count until destroyed.
+  class Admission {
+   public:
+    ~Admission();
+    Admission(const Admission&) = delete;
+    Admission& operator=(const Admission&) = delete;
+
+    [[nodiscard]] const server::PreviewGrant& grant() const noexcept { return grant_; }
+    // Counts `bytes` moved for the session; false once its budget is spent (then close).
+    [[nodiscard]] bool spend(std::uint64_t bytes);
+
+   private:
+    friend class PreviewGate;
+    Admission(PreviewGate& gate, server::PreviewGrant grant, std::string key)
+        : gate_(gate), grant_(std::move(grant)), key_(std::move(key)) {}
+    PreviewGate& gate_;
+    const server::PreviewGrant grant_;
+    const std::string key_;
+  };
+  using Decision = std::variant<Refusal, std::unique_ptr<Admission>>;
+
+  // `config` and `table` outlive the gate and every Admission.
+  PreviewGate(const config::PreviewConfig& config, server::PreviewTable& table);
+
+  [[nodiscard]] Decision admit(const http::request_header<>& head);
+
+ private:
+  struct SessionTally {
+    std::weak_ptr<server::Session> session;
+    std::size_t open = 0;
+    std::uint64_t bytes = 0;
+  };
+  void release(const std::string& key);
+  void purgeEndedLocked();
+
+  const config::PreviewConfig& config_;
+  server::PreviewTable& table_;
+  const std::uint64_t max_bytes_per_session_;  // 0: no bound
+  std::mutex mutex_;
+  std::map<std::string, SessionTally> tallies_;  // by owner + "\n" + session id
+};
+
+}  // namespace preview
