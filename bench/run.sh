@@ -20,13 +20,16 @@
 #                CPU, memory, the first call on a frozen session, how many idle sessions before a
 #                call takes twice as long (density.{md,json})
 #   figures.mjs  a figure's round trip as image content, a DataFrame preview (figures.{md,json})
+#   preview.mjs  preview URLs (expose_port): a warm GET, a WebSocket round trip and a 100 MiB
+#                download through the preview against the same client in the sandbox
+#                (preview.{md,json})
 #   workloads.mjs real code (printing, numpy, pandas, files, processes, git, sqlite) in a sandbox
 #                against a plain runc container of the same image and limits (workloads.{md,json})
 # See bench/README.md. About 10 minutes once the build is up to date.
 #   BENCH_SCALE=0.2 bench/run.sh   fewer samples, for a quick try
 #   bench/run.sh scale             only one of them (bench, channel, connect, remote, scale, sidecar,
-#                                  egress, preload, pause, many_paused, density, figures or
-#                                  workloads)
+#                                  egress, preload, pause, many_paused, density, figures,
+#                                  preview or workloads)
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -136,11 +139,11 @@ main() {
 
   BENCH_PID_FILE="$(mktemp /tmp/sandbox-mcp-bench-pids.XXXXXX)"
   trap cleanup_after_bench EXIT
-  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs egress.mjs preload.mjs pause.mjs many_paused.mjs density.mjs figures.mjs workloads.mjs) script
+  local scripts=(bench.mjs channel.mjs connect.mjs remote.mjs scale.mjs sidecar.mjs egress.mjs preload.mjs pause.mjs many_paused.mjs density.mjs figures.mjs preview.mjs workloads.mjs) script
   case "${1:-}" in
     '') ;;
-    bench | channel | connect | remote | scale | sidecar | egress | preload | pause | many_paused | density | figures | workloads) scripts=("$1.mjs") ;;
-    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, egress, preload, pause, many_paused, density, figures or workloads (or nothing for all)" ;;
+    bench | channel | connect | remote | scale | sidecar | egress | preload | pause | many_paused | density | figures | preview | workloads) scripts=("$1.mjs") ;;
+    *) die "unknown benchmark '$1': use bench, channel, connect, remote, scale, sidecar, egress, preload, pause, many_paused, density, figures, preview or workloads (or nothing for all)" ;;
   esac
   for script in "${scripts[@]}"; do
     if [[ "${script}" == remote.mjs ]]; then
