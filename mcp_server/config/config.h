@@ -322,6 +322,10 @@ struct PreviewConfig {
   // A request's head (request line and fields) larger than this gets 431.
   std::int64_t max_head_bytes = 32 * 1024;
   std::int64_t header_timeout_ms = 10000;  // for the first request's head
+  // Besides the link, a browser must hold a cookie that only a one-time login link sets
+  // (expose_port's login_url, minted for a caller the MCP endpoint authenticated): a URL that
+  // leaks (history, a screenshot, a Referer) is not enough to open the preview.
+  bool require_login = false;
 
   [[nodiscard]] bool enabled() const noexcept { return !listen.empty(); }
 };

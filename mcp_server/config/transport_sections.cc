@@ -89,6 +89,7 @@ void readPreview(ObjectReader& parent, PreviewConfig& out) {
   r.read("max_mib_per_session", out.max_mib_per_session);
   r.read("max_head_bytes", out.max_head_bytes);
   r.read("header_timeout_ms", out.header_timeout_ms);
+  r.read("require_login", out.require_login);
   r.rejectUnknown();
   if (!out.listen.empty() && !validListen(out.listen)) {
     ObjectReader::fail("preview.listen", "must be host:port, e.g. 127.0.0.1:8766");

@@ -13,12 +13,14 @@ namespace {
 
 namespace net = boost::asio;
 
-std::string plainAnswer(http::status status, const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(static_cast<unsigned>(status)) + " " +
-         std::string(http::obsolete_reason(status)) +
-         "\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n"
-         "X-Content-Type-Options: nosniff\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+std::string plainAnswer(const Refusal& answer) {
+  std::string out = "HTTP/1.1 " + std::to_string(static_cast<unsigned>(answer.status)) + " " +
+                    std::string(http::obsolete_reason(answer.status)) +
+                    "\r\nContent-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n"
+                    "X-Content-Type-Options: nosniff\r\n";
+  for (const auto& [name, value] : answer.headers) out += name + ": " + value + "\r\n";
+  return out + "Content-Length: " + std::to_string(answer.message.size()) +
+         "\r\nConnection: close\r\n\r\n" + answer.message;
 }
 
 // A label is a capability: the log names its first 8 digits only.
@@ -74,8 +76,8 @@ void PreviewConnection::onHead(boost::system::error_code ec) {
   }
   auto decision = context_.gate.admit(parser_.get().base());
   if (auto* refusal = std::get_if<Refusal>(&decision)) {
-    ++context_.stats.refused_total;
-    refuse(refusal->status, refusal->message);
+    if (refusal->status != http::status::see_other) ++context_.stats.refused_total;
+    answer(*refusal);
     return;
   }
   open(std::move(std::get<std::unique_ptr<PreviewGate::Admission>>(decision)));
@@ -221,18 +223,22 @@ void PreviewConnection::armIdleTimer() {
 }
 
 void PreviewConnection::refuse(http::status status, std::string message) {
+  answer(Refusal{status, std::move(message)});
+}
+
+void PreviewConnection::answer(const Refusal& reply) {
   if (closed_) return;
-  outcome_ = std::to_string(static_cast<unsigned>(status));
+  outcome_ = std::to_string(static_cast<unsigned>(reply.status));
   timer_.cancel();
-  auto answer = std::make_shared<std::string>(plainAnswer(status, message));
+  auto bytes = std::make_shared<std::string>(plainAnswer(reply));
   relaying_ = false;
   // Bounded: a client that does not read its answer is closed at the header timeout.
   timer_.expires_after(std::chrono::milliseconds(context_.config.header_timeout_ms));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) self->close("did not read its answer");
   });
-  net::async_write(client_, net::buffer(*answer),
-                   [self = shared_from_this(), answer](boost::system::error_code, std::size_t) {
+  net::async_write(client_, net::buffer(*bytes),
+                   [self = shared_from_this(), bytes](boost::system::error_code, std::size_t) {
                      boost::system::error_code ignored;
                      self->client_.shutdown(net::socket_base::shutdown_send, ignored);
                      self->close(nullptr);

@@ -59,6 +59,8 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
   void close(const char* why);
   // Answers `status` with `message` and closes; on the I/O thread. Counts nothing.
   void refuse(http::status status, std::string message);
+  // The same with its headers (the login's redirect).
+  void answer(const Refusal& reply);
 
  private:
   struct Direction {

@@ -1,6 +1,8 @@
 #include "preview/preview_gate.h"
 
+#include <algorithm>
 #include <boost/beast/core/string.hpp>
+#include <chrono>
 
 #include "transport/origin_check.h"
 
@@ -48,7 +50,7 @@ PreviewGate::PreviewGate(const config::PreviewConfig& config, server::PreviewTab
       table_(table),
       max_bytes_per_session_(static_cast<std::uint64_t>(config.max_mib_per_session) << 20U) {}
 
-PreviewGate::Decision PreviewGate::admit(const http::request_header<>& head) {
+PreviewGate::Decision PreviewGate::admit(http::request_header<>& head) {
   if (auto refusal = checkFraming(head)) return *refusal;
   const auto label = transport::subdomainLabel(std::string_view(head[http::field::host]),
                                                config_.domain);
@@ -61,6 +63,9 @@ PreviewGate::Decision PreviewGate::admit(const http::request_header<>& head) {
   if (!grant) return notFound();
   auto session = grant->session.lock();
   if (!session) return notFound();
+  if (config_.require_login) {
+    if (auto answer = checkLogin(head, *grant)) return *answer;
+  }
   std::string key = grant->owner + "\n" + grant->session_id;
   const std::lock_guard lock(mutex_);
   purgeEndedLocked();
@@ -80,6 +85,60 @@ PreviewGate::Decision PreviewGate::admit(const http::request_header<>& head) {
   }
   ++tally.open;
   return std::unique_ptr<Admission>(new Admission(*this, std::move(*grant), std::move(key)));
+}
+
+std::optional<Refusal> PreviewGate::checkLogin(http::request_header<>& head,
+                                               const server::PreviewGrant& grant) {
+  const std::string_view target = head.target();
+  if (target.substr(0, target.find('?')) == server::kPreviewLoginPath) {
+    const auto at = target.find("code=");
+    const auto code = at == std::string_view::npos
+                          ? std::string_view()
+                          : target.substr(at + 5, target.find('&', at) - (at + 5));
+    const auto cookie = table_.redeemLoginCode(grant.label, code);
+    if (!cookie) {
+      return Refusal{http::status::unauthorized,
+                     "This login link was used already or has expired: call expose_port again "
+                     "for a new login_url.\n"};
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(
+        grant.expires_at - std::chrono::system_clock::now());
+    std::string set_cookie = std::string(kLoginCookie) + "=" + *cookie +
+                             "; Path=/; HttpOnly; SameSite=Lax; Max-Age=" +
+                             std::to_string(std::max<std::int64_t>(left.count(), 1));
+    if (config_.public_url.rfind("https://", 0) == 0) set_cookie += "; Secure";
+    return Refusal{http::status::see_other,
+                   "Logged in; on to the preview.\n",
+                   {{"Location", "/"}, {"Set-Cookie", std::move(set_cookie)}}};
+  }
+  bool valid = false;
+  std::vector<std::string> kept_fields;
+  for (const auto& field : head) {
+    if (field.name() != http::field::cookie) continue;
+    std::string kept;
+    std::string_view rest = field.value();
+    while (!rest.empty()) {
+      const auto semicolon = rest.find(';');
+      std::string_view pair = rest.substr(0, semicolon);
+      rest = semicolon == std::string_view::npos ? std::string_view() : rest.substr(semicolon + 1);
+      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+      const auto equals = pair.find('=');
+      if (equals != std::string_view::npos && pair.substr(0, equals) == kLoginCookie) {
+        valid = valid || table_.cookieValid(grant.label, pair.substr(equals + 1));
+        continue;  // never relayed
+      }
+      if (!pair.empty()) kept.append(kept.empty() ? "" : "; ").append(pair);
+    }
+    if (!kept.empty()) kept_fields.push_back(std::move(kept));
+  }
+  if (!valid) {
+    return Refusal{http::status::unauthorized,
+                   "This preview needs a login: open the login_url expose_port gave (once, within "
+                   "5 minutes) in this browser; it sets a cookie and brings you here.\n"};
+  }
+  head.erase(http::field::cookie);
+  for (const auto& kept : kept_fields) head.insert(http::field::cookie, kept);
+  return std::nullopt;
 }
 
 void PreviewGate::purgeEndedLocked() {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "config/config.h"
 #include "server/preview_table.h"
@@ -23,10 +24,15 @@ namespace preview {
 
 namespace http = boost::beast::http;
 
+// An answer the listener gives itself, instead of the sandbox: an error, or the login's redirect.
 struct Refusal {
   http::status status;
   std::string message;  // the plain-text body: what happened and what to do
+  std::vector<std::pair<std::string, std::string>> headers = {};  // extra: Location, Set-Cookie
 };
+
+// With preview.require_login: the cookie a login link (server::kPreviewLoginPath) sets.
+inline constexpr std::string_view kLoginCookie = "sandbox_mcp_preview";
 
 // Request-smuggling and routing checks of a head: one Host; not both Content-Length and
 // Transfer-Encoding; a Transfer-Encoding of exactly "chunked"; an origin-form target ("/..."); no
@@ -59,7 +65,9 @@ class PreviewGate {
   // `config` and `table` outlive the gate and every Admission.
   PreviewGate(const config::PreviewConfig& config, server::PreviewTable& table);
 
-  [[nodiscard]] Decision admit(const http::request_header<>& head);
+  // With preview.require_login, `head` loses the login cookie before it goes on: the sandbox never
+  // sees it.
+  [[nodiscard]] Decision admit(http::request_header<>& head);
 
  private:
   struct SessionTally {
@@ -68,6 +76,10 @@ class PreviewGate {
     std::uint64_t bytes = 0;
   };
   void release(const std::string& key);
+  // preview.require_login: the login link's redirect, a refusal, or nullopt (the cookie is good
+  // and was taken out of `head`).
+  [[nodiscard]] std::optional<Refusal> checkLogin(http::request_header<>& head,
+                                                  const server::PreviewGrant& grant);
   void purgeEndedLocked();
 
   const config::PreviewConfig& config_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/constant_time.h"
 #include "common/random_id.h"
 #include "server/session.h"
 
@@ -53,7 +54,7 @@ std::optional<PreviewGrant> PreviewTable::expose(const std::shared_ptr<Session>&
   }
   if (others >= max_ports) return std::nullopt;
   PreviewGrant grant{common::randomHex(16), session->owner(), session->id(), session, port,
-                     now + ttl};
+                     now + ttl, {}, {}};
   grants_.push_back(grant);
   return grant;
 }
@@ -94,6 +95,53 @@ std::size_t PreviewTable::size() {
   const std::lock_guard lock(mutex_);
   purgeLocked(now);
   return grants_.size();
+}
+
+PreviewGrant* PreviewTable::findLocked(std::string_view label) {
+  if (!looksLikePreviewLabel(label)) return nullptr;
+  purgeLocked(now_());
+  for (auto& grant : grants_) {
+    if (grant.label == label) return &grant;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> PreviewTable::mintLoginCode(const std::string& label) {
+  const std::lock_guard lock(mutex_);
+  auto* grant = findLocked(label);
+  if (grant == nullptr) return std::nullopt;
+  auto& codes = grant->login_codes;
+  const auto now = now_();
+  std::erase_if(codes, [now](const auto& code) { return code.second <= now; });
+  if (codes.size() >= kMaxLoginCodes) codes.erase(codes.begin());
+  codes.emplace_back(common::randomHex(16), now + kLoginCodeLife);
+  return codes.back().first;
+}
+
+std::optional<std::string> PreviewTable::redeemLoginCode(const std::string& label,
+                                                         std::string_view code) {
+  const std::lock_guard lock(mutex_);
+  auto* grant = findLocked(label);
+  if (grant == nullptr) return std::nullopt;
+  const auto now = now_();
+  auto& codes = grant->login_codes;
+  const auto it = std::find_if(codes.begin(), codes.end(), [&](const auto& entry) {
+    return entry.second > now && common::constantTimeEquals(entry.first, code);
+  });
+  if (it == codes.end()) return std::nullopt;
+  codes.erase(it);  // once
+  if (grant->cookies.size() >= kMaxCookies) grant->cookies.erase(grant->cookies.begin());
+  grant->cookies.push_back(common::randomHex(16));
+  return grant->cookies.back();
+}
+
+bool PreviewTable::cookieValid(const std::string& label, std::string_view cookie) {
+  const std::lock_guard lock(mutex_);
+  const auto* grant = findLocked(label);
+  if (grant == nullptr) return false;
+  bool valid = false;
+  for (const auto& given : grant->cookies) valid |= common::constantTimeEquals(given, cookie);
+  return valid;
 }
 
 bool looksLikePreviewLabel(std::string_view label) noexcept {

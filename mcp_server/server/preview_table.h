@@ -19,6 +19,10 @@ namespace server {
 
 class Session;
 
+// With preview.require_login: where a login link points on a preview's host (the listener
+// answers it, the sandbox never sees it).
+inline constexpr std::string_view kPreviewLoginPath = "/.sandbox-mcp/login";
+
 struct PreviewGrant {
   std::string label;  // 32 lower-case hex digits
   std::string owner;
@@ -26,6 +30,10 @@ struct PreviewGrant {
   std::weak_ptr<Session> session;
   std::uint16_t port = 0;
   std::chrono::system_clock::time_point expires_at;
+  // With preview.require_login (PreviewTable's login methods): one-time codes and the cookies
+  // they were spent for, oldest first.
+  std::vector<std::pair<std::string, std::chrono::system_clock::time_point>> login_codes;
+  std::vector<std::string> cookies;
 };
 
 class PreviewTable {
@@ -56,10 +64,25 @@ class PreviewTable {
   // Live grants of all sessions.
   [[nodiscard]] std::size_t size();
 
+  // With preview.require_login: a one-time code for `label` (kLoginCodeLife, at most
+  // kMaxLoginCodes outstanding per grant, the oldest dropped); nullopt when no live grant has it.
+  [[nodiscard]] std::optional<std::string> mintLoginCode(const std::string& label);
+  // Spends `code` once: a new cookie value for `label` (valid while the grant lives; at most
+  // kMaxCookies per grant, the oldest dropped), or nullopt when the code is unknown, used or old.
+  [[nodiscard]] std::optional<std::string> redeemLoginCode(const std::string& label,
+                                                           std::string_view code);
+  // Whether `cookie` was given out for `label`'s live grant.
+  [[nodiscard]] bool cookieValid(const std::string& label, std::string_view cookie);
+  static constexpr std::chrono::seconds kLoginCodeLife{300};
+  static constexpr std::size_t kMaxLoginCodes = 8;
+  static constexpr std::size_t kMaxCookies = 32;
+
  private:
   // Drops grants whose session ended or whose time is up. mutex_ held.
   void purgeLocked(Clock::time_point now);
   [[nodiscard]] static bool belongsTo(const PreviewGrant& grant, const Session& session);
+  // The live grant named `label`; mutex_ held (and purged).
+  [[nodiscard]] PreviewGrant* findLocked(std::string_view label);
 
   const Now now_;
   mutable std::mutex mutex_;

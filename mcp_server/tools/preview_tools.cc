@@ -77,7 +77,10 @@ Tool makeExposePortTool(const config::ServerConfig& config) {
          {"port", {{"type", "integer"}}},
          {"url", {{"type", "string"}}},
          {"expires_at", {{"type", "string"}}},
-         {"expires_in_s", {{"type", "integer"}}}}},
+         {"expires_in_s", {{"type", "integer"}}},
+         {"login_url",
+          {{"type", "string"},
+           {"description", "with preview.require_login: a one-time link that lets a browser in"}}}}},
        {"required", {"session_id", "port", "url", "expires_at", "expires_in_s"}}},
       {{"readOnlyHint", false},
        {"destructiveHint", false},
@@ -119,9 +122,24 @@ Tool makeExposePortTool(const config::ServerConfig& config) {
                                   {"expires_at", isoTime(grant->expires_at)},
                                   {"expires_in_s", expires_s}};
                 out.text = "Port " + std::to_string(port) + " of session " + session->id() +
-                           " is at " + url + " until " + isoTime(grant->expires_at) +
-                           ". Anyone with this URL can open it; unexpose_port ends it. If "
-                           "nothing listens on the port yet, the page says so until it does.";
+                           " is at " + url + " until " + isoTime(grant->expires_at) + ".";
+                if (preview.require_login) {
+                  const auto code = previews.mintLoginCode(grant->label);
+                  if (!code) return ToolResult::failure("The exposure ended meanwhile; retry.");
+                  // The URL ends with "/"; the login path starts with one.
+                  const std::string login_url = url.substr(0, url.size() - 1) +
+                                                std::string(server::kPreviewLoginPath) + "?code=" + *code;
+                  out.structured["login_url"] = login_url;
+                  out.text += " Open " + login_url +
+                              " in the browser first: it works once, within " +
+                              std::to_string(server::PreviewTable::kLoginCodeLife.count()) +
+                              " s, and lets that browser in (the URL alone answers 401). "
+                              "Call expose_port again for another login link.";
+                } else {
+                  out.text += " Anyone with this URL can open it.";
+                }
+                out.text += " unexpose_port ends it. If nothing listens on the port yet, the page "
+                            "says so until it does.";
                 return out;
               }};
 }

@@ -1,23 +1,11 @@
 #include "transport/bearer_auth.h"
 
+#include "common/constant_time.h"
+
 #include <cctype>
 #include <cstddef>
 
 namespace transport {
-
-bool constantTimeEquals(std::string_view a, std::string_view b) noexcept {
-  // Walk the expected length in full whatever the input, folding every difference (and a length
-  // mismatch) into one accumulator; only the final value is branched on.
-  const std::size_t n = b.size();
-  unsigned diff = a.size() == n ? 0U : 1U;
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    diff |= static_cast<unsigned>(x ^ static_cast<unsigned char>(b[i]));
-  }
-  // Keep the compiler from turning the loop into an early-exit memcmp.
-  volatile unsigned result = diff;
-  return result == 0;
-}
 
 bool isBearerAuthorized(std::string_view authorization, std::string_view expected_token) noexcept {
   if (expected_token.empty()) return false;
@@ -32,7 +20,7 @@ bool isBearerAuthorized(std::string_view authorization, std::string_view expecte
   while (!credential.empty() && (credential.back() == ' ' || credential.back() == '\t')) {
     credential.remove_suffix(1);
   }
-  return constantTimeEquals(credential, expected_token);
+  return common::constantTimeEquals(credential, expected_token);
 }
 
 }  // namespace transport

@@ -3,10 +3,11 @@
 
 #include <string_view>
 
+#include "common/constant_time.h"
+
 namespace transport {
 
-// Compares in time that depends only on the lengths, never on where the first difference is.
-[[nodiscard]] bool constantTimeEquals(std::string_view a, std::string_view b) noexcept;
+using common::constantTimeEquals;
 
 // True when `authorization` is "Bearer <token>" (scheme case-insensitive, RFC 6750) and the
 // credential equals `expected_token`. An empty expected token never authorises anything.

@@ -221,3 +221,63 @@ test('links end: unexpose, expiry and cleanup give 404, and expose_port checks i
   assert.equal(res.status, 403);
   assert.match(res.body, /preview/);
 });
+
+test('with preview.require_login a browser needs the one-time login link; a paused session is restored by the first request', async () => {
+  const file = path.join(dir, 'login.json');
+  writeFileSync(file, JSON.stringify({
+    instance_id: `e2e-preview-login-${Math.random().toString(16).slice(2, 10)}`,
+    pool: { size: 0 },
+    sessions: { freeze_after_idle_s: 0, pause_after_idle_s: 2, snapshot_dir: path.join(dir, 'snapshots') },
+    preview: { listen: '127.0.0.1:0', require_login: true },
+  }));
+  const loginServer = await startHttpServer(['--config', file]);
+  const { client: own } = await connectHttp(loginServer.url);
+  try {
+    const sid = (await own.callTool({ name: 'run_code', arguments: { code: '1' } })).structuredContent.session_id;
+    await own.callTool({ name: 'run_shell', arguments: { session_id: sid, command: 'mkdir -p /tmp/site && echo private-page > /tmp/site/index.html && (nohup python3 -m http.server 8000 --bind 127.0.0.1 --directory /tmp/site >/dev/null 2>&1 &) && sleep 1' } });
+    const exposed = (await own.callTool({ name: 'expose_port', arguments: { session_id: sid, port: 8000 } })).structuredContent;
+    assert.match(exposed.login_url, /\/\.sandbox-mcp\/login\?code=[0-9a-f]{32}$/);
+    assert.ok(exposed.login_url.startsWith(exposed.url.slice(0, -1)), 'the login link is on the preview host');
+
+    // The link alone is not enough.
+    const bare = await get(exposed.url);
+    assert.equal(bare.status, 401);
+    assert.match(bare.body, /login_url/);
+
+    await waitFor(async () => (await own.callTool({ name: 'get_session_stats', arguments: { session_id: sid } })).structuredContent.state === 'paused',
+      30000, 'the session to be paused');
+
+    await withPage(async (page) => {
+      // The login link sets the cookie and lands on the page: the paused session is restored by
+      // this first request (which waits), and the server it ran serves again.
+      const response = await page.goto(exposed.login_url, { waitUntil: 'load' });
+      assert.equal(response.status(), 200);
+      assert.equal((await page.evaluate(() => document.body.innerText)).trim(), 'private-page');
+      assert.equal(new URL(page.url()).pathname, '/');
+      // HttpOnly: the page's own script cannot read it.
+      assert.equal(await page.evaluate(() => document.cookie), '');
+      // A second use of the link is refused; the cookie keeps working.
+      const again = await page.goto(exposed.login_url);
+      assert.equal(again.status(), 401);
+      assert.ok([200, 304].includes((await page.goto(exposed.url)).status()), 'the cookie keeps working');
+    });
+    // The cookie never reaches the sandbox: the server there logs what it received.
+    const echo = 'import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        body = repr(self.headers.get_all("Cookie")).encode()\n        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)\nhttp.server.HTTPServer(("127.0.0.1", 8002), H).serve_forever()\n';
+    await own.callTool({ name: 'upload_file', arguments: { session_id: sid, path: '/tmp/echo.py', content: echo } });
+    await own.callTool({ name: 'run_shell', arguments: { session_id: sid, command: '(nohup python3 /tmp/echo.py >/dev/null 2>&1 &) && sleep 1' } });
+    const echoExposed = (await own.callTool({ name: 'expose_port', arguments: { session_id: sid, port: 8002 } })).structuredContent;
+    const login = await get(echoExposed.login_url);
+    assert.equal(login.status, 303);
+    const cookie = login.headers['set-cookie'][0].split(';')[0];
+    assert.match(login.headers['set-cookie'][0], /HttpOnly/);
+    const seen = await get(echoExposed.url, { headers: { cookie: `theme=dark; ${cookie}; lang=en` } });
+    assert.equal(seen.status, 200);
+    assert.equal(seen.body, "['theme=dark; lang=en']");
+    // A cookie of another exposure does not open this one.
+    const other = await get(exposed.url, { headers: { cookie } });
+    assert.equal(other.status, 401);
+  } finally {
+    await own.close();
+    await stopServer(loginServer);
+  }
+});

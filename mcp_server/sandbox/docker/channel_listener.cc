@@ -17,6 +17,7 @@
 #include "common/frame.h"
 #include "common/random_id.h"
 #include "sandbox/backend.h"
+#include "common/constant_time.h"
 #include "sandbox/docker/socket_wait.h"
 #include "sandbox/log.h"
 
@@ -128,7 +129,7 @@ common::UniqueFd ChannelListener::accept(std::chrono::milliseconds timeout) {
                                : nlohmann::json();
     const auto token = message.is_object() ? message.find("channel_token") : message.end();
     if (!message.is_object() || token == message.end() || !token->is_string() ||
-        !sameToken(token->get_ref<const std::string&>(), token_)) {
+        !common::constantTimeEquals(token->get_ref<const std::string&>(), token_)) {
       logger().warn("{}: dropped a connection to the agent channel socket without its token", dir_);
       continue;
     }

@@ -11,6 +11,7 @@
 
 #include "common/random_id.h"
 #include "sandbox/backend.h"
+#include "common/constant_time.h"
 #include "sandbox/docker/socket_wait.h"
 #include "sandbox/log.h"
 
@@ -67,7 +68,7 @@ common::UniqueFd PortDoor::accept(std::chrono::milliseconds timeout) {
     std::string presented(expected.size(), '\0');
     if (readExactly(connection.get(), presented.data(), presented.size(),
                     std::min(deadline, SocketClock::now() + kTokenWait)) &&
-        sameToken(presented, expected)) {
+        common::constantTimeEquals(presented, expected)) {
       close();
       return connection;
     }

@@ -34,11 +34,4 @@ bool readExactly(int fd, char* out, std::size_t size, SocketClock::time_point de
   return true;
 }
 
-bool sameToken(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 }  // namespace sandbox::docker

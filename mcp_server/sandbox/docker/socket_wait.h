@@ -1,11 +1,10 @@
-// Blocking waits on a socket with a deadline, and a token comparison: what the server's ends of
-// the agent's host sockets (the channel, a port's stream) need to take a connection that must
-// present a token. Thread-safe (no state).
+// Blocking waits on a socket with a deadline: what the server's ends of the agent's host sockets
+// (the channel, a port's stream) need to take a connection that must present a token.
+// Thread-safe (no state).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
-#include <string_view>
 
 namespace sandbox::docker {
 
@@ -17,8 +16,5 @@ using SocketClock = std::chrono::steady_clock;
 // Reads exactly `size` bytes before `deadline`; false on timeout, end of stream or error.
 [[nodiscard]] bool readExactly(int fd, char* out, std::size_t size,
                                SocketClock::time_point deadline);
-
-// Compares in time independent of where the strings differ.
-[[nodiscard]] bool sameToken(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace sandbox::docker
