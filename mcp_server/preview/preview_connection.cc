@@ -153,7 +153,7 @@ void PreviewConnection::onOpened(common::UniqueFd stream,
   to_sandbox_.bytes += first->size();
   context_.stats.bytes_to_sandbox += first->size();
   (void)admission_->spend(first->size());
-  armIdleTimer();
+  tick();
   net::async_write(sandbox_, net::buffer(*first),
                    [self = shared_from_this(), first](boost::system::error_code wrote, std::size_t) {
                      if (wrote) {
@@ -209,17 +209,38 @@ void PreviewConnection::onDirectionEnded(Direction& direction) {
   if (to_sandbox_.ended && from_sandbox_.ended) close("closed");
 }
 
-void PreviewConnection::armIdleTimer() {
-  const auto idle = std::chrono::seconds(context_.config.idle_timeout_s);
-  timer_.expires_at(last_activity_ + idle);
-  timer_.async_wait([self = shared_from_this(), idle](boost::system::error_code ec) {
+void PreviewConnection::tick() {
+  // Once a second: a connection whose grant ended (unexpose_port, its expiry, its session ended
+  // or was lost) closes at once, and one that moved no byte for preview.idle_timeout_s too. The
+  // connection holds its session in use, so the session cannot end by itself meanwhile: its end
+  // is read from the registry.
+  timer_.expires_after(kTick);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->closed_) return;
-    if (Clock::now() - self->last_activity_ >= idle) {
+    if (Clock::now() - self->last_activity_ >=
+        std::chrono::seconds(self->context_.config.idle_timeout_s)) {
       self->close("idle past preview.idle_timeout_s");
       return;
     }
-    self->armIdleTimer();
+    if (!self->grantLive()) {
+      self->close("its preview ended (unexposed, expired, or the session ended)");
+      return;
+    }
+    self->tick();
   });
+}
+
+bool PreviewConnection::grantLive() const {
+  const auto& grant = admission_->grant();
+  if (!context_.sessions.previews().find(grant.label)) return false;
+  try {
+    return context_.sessions.find(grant.owner, grant.session_id,
+                                  server::SessionRegistry::IfStarting::kRefuse,
+                                  server::SessionRegistry::IfPaused::kLeave) ==
+           grant.session.lock();
+  } catch (const std::exception&) {
+    return false;  // ended or lost
+  }
 }
 
 void PreviewConnection::refuse(http::status status, std::string message) {

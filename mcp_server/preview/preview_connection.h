@@ -75,7 +75,9 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
   template <typename From, typename To>
   void pump(From& from, To& to, Direction& direction, bool to_sandbox);
   void onDirectionEnded(Direction& direction);
-  void armIdleTimer();
+  void tick();
+  [[nodiscard]] bool grantLive() const;
+  static constexpr std::chrono::seconds kTick{1};
   [[nodiscard]] std::string headBytes() const;
 
   PreviewContext& context_;

@@ -148,8 +148,8 @@ Tool makeUnexposePortTool() {
   ToolSpec spec{
       "unexpose_port",
       "End a port's preview URL",
-      "End the preview URL expose_port gave for a port: it stops working at once (connections "
-      "open through it are closed as they end). The server in the sandbox keeps running.",
+      "End the preview URL expose_port gave for a port: it stops working at once, and connections "
+      "open through it are closed within a second. The server in the sandbox keeps running.",
       {{"type", "object"},
        {"properties",
         {{"session_id", sessionIdProperty("The session whose port to stop exposing.")},

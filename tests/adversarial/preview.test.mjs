@@ -11,6 +11,8 @@
 //    timeout, after which previews serve again; one session's connections cannot exceed
 //    preview.max_connections_per_session nor take the other session's room;
 //  - the MCP endpoint refuses requests that name a preview host;
+//  - open connections close when their preview ends (unexpose_port, cleanup_session), and do not
+//    keep a removed session's sandbox alive;
 //  - the per-connection host sockets leave nothing behind, nor does anything else.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,8 +21,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  assertNoLeaks, connectHttp, getEndpoint, snapshot, startHttpServer, stopServer, waitFor,
+  assertNoLeaks, connectHttp, dockerGet, getEndpoint, snapshot, startHttpServer, stopServer, waitFor,
 } from './attack_lib.mjs';
+
+const dockerGetContainers = () => dockerGet(`/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: ['sandbox-mcp.managed=1'] }))}`);
 
 let dir;
 let server;
@@ -219,4 +223,33 @@ test('the MCP endpoint refuses requests naming a preview host, and no port socke
   await waitFor(() => fs.readdirSync(root).every((name) =>
     fs.readdirSync(path.join(root, name)).every((file) => !file.startsWith('port-'))), 5000,
   'no port-*.sock left in the channel directories');
+});
+
+test('open connections end with their preview: unexpose_port and cleanup_session close them within seconds', async () => {
+  const { client, sid } = sites.alpha;
+  const hold = () => {
+    const socket = net.connect(previewPort, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.resume();
+    const closed = new Promise((resolve) => socket.on('close', resolve));
+    // A keep-alive request answered at once: the connection then stays open, idle.
+    socket.write(`GET /kept HTTP/1.1\r\nHost: ${sites.alpha.host}\r\n\r\n`);
+    return closed;
+  };
+  const within = (promise, ms) => Promise.race([promise.then(() => true), new Promise((r) => setTimeout(() => r(false), ms))]);
+  const first = hold();
+  assert.equal(await within(first, 1500), false, 'the kept connection closed by itself');
+  await ok(client, 'unexpose_port', { session_id: sid, port: 8000 });
+  assert.equal(await within(first, 5000), true, 'unexpose_port left a connection open');
+
+  const { url } = await ok(client, 'expose_port', { session_id: sid, port: 8000 });
+  sites.alpha.host = new URL(url).host;
+  const second = hold();
+  assert.equal(await within(second, 1500), false);
+  const { body } = await dockerGetContainers();
+  const before = body.length;
+  await ok(client, 'cleanup_session', { session_id: sid });
+  assert.equal(await within(second, 5000), true, 'cleanup_session left a connection open');
+  // And the sandbox is gone, not kept by the connection.
+  await waitFor(async () => (await dockerGetContainers()).body.length < before, 10000, 'the sandbox to be removed');
 });
