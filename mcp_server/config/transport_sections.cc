@@ -1,6 +1,8 @@
 // Config sections for the transports clients connect through: http, stdio.
 #include "config/sections.h"
 
+#include <algorithm>
+
 namespace config {
 
 using nlohmann::json;
@@ -98,12 +100,25 @@ void readPreview(ObjectReader& parent, PreviewConfig& out) {
     ObjectReader::fail("preview.domain",
                        "must be a lower-case domain name, e.g. localhost or preview.example.com");
   }
-  const auto label = out.public_url.find("{label}");
+  // The label must be the host's first part and the URL end with "/": the login link is built on
+  // it, and the listener routes by the Host the browser sends for it.
   if (!out.public_url.empty() &&
-      (label == std::string::npos || out.public_url.find("{label}", label + 1) != std::string::npos ||
-       (out.public_url.rfind("http://", 0) != 0 && out.public_url.rfind("https://", 0) != 0))) {
+      ((out.public_url.rfind("http://{label}.", 0) != 0 &&
+        out.public_url.rfind("https://{label}.", 0) != 0) ||
+       out.public_url.find("{label}", 8) != std::string::npos || out.public_url.back() != '/' ||
+       std::count(out.public_url.begin(), out.public_url.end(), '/') != 3)) {
     ObjectReader::fail("preview.public_url",
-                       "must be an http(s) URL with {label} once, e.g. https://{label}.example.com/");
+                       "must be http(s)://{label}.<host>[:port]/ with the host under "
+                       "preview.domain, e.g. https://{label}.preview.example.com/");
+  }
+  if (!out.public_url.empty()) {
+    const auto host_start = out.public_url.find("{label}.") + 8;
+    std::string host = out.public_url.substr(host_start, out.public_url.size() - 1 - host_start);
+    host = host.substr(0, host.find(':'));
+    if (host != out.domain) {
+      ObjectReader::fail("preview.public_url",
+                         "its host after {label}. must be preview.domain (" + out.domain + ")");
+    }
   }
   requireAtLeast(out.default_expires_s, 1, "preview.default_expires_s");
   requireAtLeast(out.max_expires_s, out.default_expires_s, "preview.max_expires_s");

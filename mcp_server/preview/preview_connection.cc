@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
+#include <cstdio>
 
 #include "sandbox/backend.h"
 
@@ -26,17 +27,43 @@ std::string plainAnswer(const Refusal& answer) {
 // A label is a capability: the log names its first 8 digits only.
 std::string shortLabel(const std::string& label) { return label.substr(0, 8) + "…"; }
 
+bool endOfStream(boost::system::error_code ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset;
+}
+
 }  // namespace
 
+void OpenQueue::enqueue(const std::string& key, std::function<void()> start) {
+  auto& opens = sessions_[key];
+  if (opens.running < kOpensPerSession) {
+    ++opens.running;
+    start();
+  } else {
+    opens.waiting.push_back(std::move(start));
+  }
+}
+
+void OpenQueue::finished(const std::string& key) {
+  const auto it = sessions_.find(key);
+  if (it == sessions_.end()) return;
+  auto& opens = it->second;
+  --opens.running;
+  if (!opens.waiting.empty()) {
+    auto next = std::move(opens.waiting.front());
+    opens.waiting.pop_front();
+    ++opens.running;
+    next();
+  } else if (opens.running <= 0) {
+    sessions_.erase(it);
+  }
+}
+
 PreviewConnection::PreviewConnection(PreviewContext& context, tcp::socket client)
-    : context_(context),
-      client_(std::move(client)),
-      sandbox_(context.io),
-      timer_(context.io) {
+    : context_(context), client_(std::move(client)), sandbox_(context.io), timer_(context.io) {
   boost::system::error_code ec;
   const auto remote = client_.remote_endpoint(ec);
   peer_ = ec ? "?" : remote.address().to_string() + ":" + std::to_string(remote.port());
-  parser_.header_limit(static_cast<std::uint32_t>(context.config.max_head_bytes));
   ++context_.stats.open;
   ++context_.stats.connections_total;
 }
@@ -46,78 +73,143 @@ PreviewConnection::~PreviewConnection() { --context_.stats.open; }
 void PreviewConnection::start() {
   timer_.expires_after(std::chrono::milliseconds(context_.config.header_timeout_ms));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec && !self->admission_) self->refuse(http::status::request_timeout,
-                                               "The request's head did not arrive in time.\n");
+    if (!ec && !self->admission_) {
+      self->refuse(http::status::request_timeout, "The request's head did not arrive in time.\n");
+    }
   });
-  http::async_read_header(client_, head_buffer_, parser_,
+  readHead();
+}
+
+void PreviewConnection::readHead() {
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(context_.config.max_head_bytes));
+  parser_->body_limit(boost::none);  // bodies stream through; the session's byte budget counts
+  http::async_read_header(client_, client_buffer_, *parser_,
                           [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
                             self->onHead(ec);
                           });
 }
 
 void PreviewConnection::onHead(boost::system::error_code ec) {
-  if (closed_) return;
+  if (closed_ || answering_) return;
+  if (admission_) {  // a later request on a connection already relaying
+    if (endOfStream(ec)) {
+      boost::system::error_code ignored;
+      sandbox_.shutdown(net::socket_base::shutdown_send, ignored);  // the EOF, passed on
+      onSideEnded(true);
+    } else if (ec) {
+      close("a later request was malformed");
+    } else if (auto refusal = context_.gate.checkFollowing(parser_->get().base(),
+                                                           admission_->grant())) {
+      // Answers of the sandbox to earlier requests may be on their way: no answer of the
+      // listener's own can follow them. The request goes nowhere; the browser reads what the
+      // sandbox still sends, then the end.
+      outcome_ = refusal->status == http::status::misdirected_request
+                     ? "a later request named another preview: not relayed"
+                     : "a later request was refused: not relayed";
+      boost::system::error_code ignored;
+      sandbox_.shutdown(net::socket_base::shutdown_send, ignored);
+      onSideEnded(true);
+    } else {
+      forwardHead();
+    }
+    return;
+  }
   if (ec == http::error::header_limit) {
     ++context_.stats.refused_total;
     refuse(http::status::request_header_fields_too_large,
            "The request's head is larger than preview.max_head_bytes (" +
                std::to_string(context_.config.max_head_bytes) + ").\n");
-    return;
-  }
-  if (ec == http::error::end_of_stream || ec == net::error::eof ||
-      ec == net::error::operation_aborted) {
+  } else if (endOfStream(ec) || ec == net::error::operation_aborted) {
     close("closed before a request");
-    return;
-  }
- if (ec) {
+  } else if (ec) {
     ++context_.stats.refused_total;
     refuse(http::status::bad_request, "Malformed request: " + ec.message() + ".\n");
-    return;
+  } else {
+    onFirstHead();
   }
-  auto decision = context_.gate.admit(parser_.get().base());
+}
+
+void PreviewConnection::onFirstHead() {
+  auto decision = context_.gate.admit(parser_->get().base());
   if (auto* refusal = std::get_if<Refusal>(&decision)) {
     if (refusal->status != http::status::see_other) ++context_.stats.refused_total;
     answer(*refusal);
     return;
   }
-  open(std::move(std::get<std::unique_ptr<PreviewGate::Admission>>(decision)));
+  admission_ = std::move(std::get<std::unique_ptr<PreviewGate::Admission>>(decision));
+  open();
 }
 
-void PreviewConnection::open(std::unique_ptr<PreviewGate::Admission> admission) {
-  admission_ = std::move(admission);
-  timer_.cancel();
-  const auto grant = admission_->grant();
-  net::post(context_.openers, [self = shared_from_this(), grant] {
-    std::shared_ptr<server::SessionUse> use;
-    common::UniqueFd stream;
-    std::string failure;
-    try {
-      // A paused session is restored (making room under max_sessions), a frozen one thawed by
-      // the open: the first request waits for it.
-      auto session = self->context_.sessions.find(grant.owner, grant.session_id);
-      if (session != grant.session.lock()) throw sandbox::SandboxError("the session ended");
-      use = std::make_shared<server::SessionUse>(session);
-      session->touch();
-      stream = session->sandbox().openPort(grant.port);
-    } catch (const std::exception& e) {
-      failure = e.what();
+void PreviewConnection::open() {
+  const auto& grant = admission_->grant();
+  queue_key_ = grant.owner + "\n" + grant.session_id;
+  timer_.expires_after(kOpenDeadline);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) {
+      self->refuse(http::status::gateway_timeout,
+                   "The preview's port did not open in time; retry.\n");
     }
-    net::post(self->context_.io, [self, use = std::move(use), stream = std::move(stream),
-                                  failure = std::move(failure)]() mutable {
-      if (!failure.empty()) {
-        ++self->context_.stats.failed_total;
-        self->refuse(http::status::bad_gateway,
-                     "The preview's port " + std::to_string(self->admission_->grant().port) +
-                         " could not be reached: " + failure + "\n");
-        return;
+  });
+  context_.opens.enqueue(queue_key_, [self = shared_from_this(), grant] {
+    if (self->closed_ || self->context_.stopping.load()) {
+      net::post(self->context_.io, [self] { self->context_.opens.finished(self->queue_key_); });
+      return;
+    }
+    net::post(self->context_.openers, [self, grant] {
+      std::shared_ptr<server::SessionUse> use;
+      common::UniqueFd stream;
+      std::string failure;
+      try {
+        if (self->context_.stopping.load()) throw sandbox::SandboxError("the server is stopping");
+        // A paused session is restored (making room under max_sessions), a frozen one thawed
+        // by the open: the first request waits for it.
+        auto session = self->context_.sessions.find(grant.owner, grant.session_id);
+        if (session != grant.session.lock()) throw sandbox::SandboxError("the session ended");
+        use = std::make_shared<server::SessionUse>(session);
+        session->touch();
+        stream = session->sandbox().openPort(grant.port);
+      } catch (const std::exception& e) {
+        failure = e.what();
       }
-      self->onOpened(std::move(stream), std::move(use));
+      net::post(self->context_.io, [self, use = std::move(use), stream = std::move(stream),
+                                    failure = std::move(failure)]() mutable {
+        self->context_.opens.finished(self->queue_key_);
+        self->onOpened(std::move(stream), std::move(use), failure);
+      });
     });
   });
 }
 
+void PreviewConnection::onOpened(common::UniqueFd stream, std::shared_ptr<server::SessionUse> use,
+                                 const std::string& failure) {
+  use_ = std::move(use);
+  if (closed_ || answering_) {  // timed out, or the listener stopped, meanwhile
+    releaseSession();
+    return;
+  }
+  if (!failure.empty()) {
+    ++context_.stats.failed_total;
+    refuse(http::status::bad_gateway, "The preview's port " +
+                                          std::to_string(admission_->grant().port) +
+                                          " could not be reached: " + failure + "\n");
+    return;
+  }
+  boost::system::error_code ec;
+  sandbox_.assign(net::local::stream_protocol(), stream.get(), ec);
+  if (ec) {
+    refuse(http::status::bad_gateway, "The preview's stream could not be used: " + ec.message());
+    return;
+  }
+  (void)stream.release();  // the socket owns it now
+  last_activity_ = Clock::now();
+  tick();
+  relayRaw(sandbox_, client_, down_buffer_, false);
+  forwardHead();
+}
+
 std::string PreviewConnection::headBytes() const {
-  const auto& head = parser_.get();
+  const auto& head = parser_->get();
   std::string out;
   out.reserve(1024);
   out.append(head.method_string()).append(" ").append(head.target());
@@ -133,80 +225,132 @@ std::string PreviewConnection::headBytes() const {
   return out;
 }
 
-void PreviewConnection::onOpened(common::UniqueFd stream,
-                                 std::shared_ptr<server::SessionUse> use) {
-  if (closed_) return;  // the listener stopped meanwhile; `use` and `stream` go
-  use_ = std::move(use);
-  boost::system::error_code ec;
-  sandbox_.assign(net::local::stream_protocol(), stream.release(), ec);
-  if (ec) {
-    refuse(http::status::bad_gateway, "The preview's stream could not be used: " + ec.message());
+void PreviewConnection::forwardHead() {
+  chunked_ = parser_->chunked();
+  upgrade_ = parser_->upgrade();
+  // The head as parsed (what the checks saw is what the sandbox gets).
+  toSandbox(std::make_shared<std::string>(headBytes()), [this] { readBody(); });
+}
+
+void PreviewConnection::readBody() {
+  if (parser_->is_done()) {
+    onRequestDone();
     return;
   }
-  relaying_ = true;
-  // The head as parsed (a canonical form: what the checks saw is what the sandbox gets), then
-  // whatever the client sent after it.
-  auto first = std::make_shared<std::string>(headBytes());
-  const auto rest = head_buffer_.data();
-  first->append(static_cast<const char*>(rest.data()), rest.size());
-  head_buffer_.consume(rest.size());
-  to_sandbox_.bytes += first->size();
-  context_.stats.bytes_to_sandbox += first->size();
-  (void)admission_->spend(first->size());
-  tick();
-  net::async_write(sandbox_, net::buffer(*first),
-                   [self = shared_from_this(), first](boost::system::error_code wrote, std::size_t) {
-                     if (wrote) {
+  auto& body = parser_->get().body();
+  body.data = up_buffer_.data();
+  body.size = up_buffer_.size();
+  http::async_read_some(
+      client_, client_buffer_, *parser_,
+      [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+        if (self->closed_) return;
+        if (ec && ec != http::error::need_buffer) {
+          self->close(endOfStream(ec) ? "the browser closed within a request body"
+                                      : "a request body was malformed");
+          return;
+        }
+        const std::size_t got = self->up_buffer_.size() - self->parser_->get().body().size;
+        if (got == 0) {
+          self->readBody();
+          return;
+        }
+        auto piece = std::make_shared<std::string>();
+        if (self->chunked_) {
+          char size[20];
+          std::snprintf(size, sizeof size, "%zx\r\n", got);
+          piece->append(size);
+        }
+        piece->append(self->up_buffer_.data(), got);
+        if (self->chunked_) piece->append("\r\n");
+        self->toSandbox(std::move(piece), [raw = self.get()] { raw->readBody(); });
+      });
+}
+
+void PreviewConnection::onRequestDone() {
+  const auto next = [this] {
+    if (!upgrade_) {
+      readHead();
+      return;
+    }
+    // An upgrade (a WebSocket): from here on bytes go as they come, those already read first.
+    const auto rest = client_buffer_.data();
+    auto leftover = std::make_shared<std::string>(static_cast<const char*>(rest.data()),
+                                                  rest.size());
+    client_buffer_.consume(rest.size());
+    toSandbox(std::move(leftover), [this] { relayRaw(client_, sandbox_, up_buffer_, true); });
+  };
+  if (chunked_) {
+    toSandbox(std::make_shared<std::string>("0\r\n\r\n"), next);  // trailers are not relayed
+  } else {
+    next();
+  }
+}
+
+void PreviewConnection::toSandbox(std::shared_ptr<std::string> bytes, std::function<void()> next) {
+  if (bytes->empty()) {
+    next();
+    return;
+  }
+  if (!countBytes(bytes->size(), true)) return;
+  net::async_write(sandbox_, net::buffer(*bytes),
+                   [self = shared_from_this(), bytes, next = std::move(next)](
+                       boost::system::error_code ec, std::size_t) {
+                     if (self->closed_) return;
+                     if (ec) {
                        self->close("the sandbox's server closed");
                        return;
                      }
-                     self->pump(self->client_, self->sandbox_, self->to_sandbox_, true);
+                     next();
                    });
-  pump(sandbox_, client_, from_sandbox_, false);
+}
+
+bool PreviewConnection::countBytes(std::size_t n, bool to_sandbox) {
+  last_activity_ = Clock::now();
+  (to_sandbox ? bytes_up_ : bytes_down_) += n;
+  (to_sandbox ? context_.stats.bytes_to_sandbox : context_.stats.bytes_from_sandbox) += n;
+  if (!admission_->spend(n)) {
+    close("the session's preview byte budget (preview.max_mib_per_session) is spent");
+    return false;
+  }
+  return true;
 }
 
 template <typename From, typename To>
-void PreviewConnection::pump(From& from, To& to, Direction& direction, bool to_sandbox) {
+void PreviewConnection::relayRaw(From& from, To& to, std::array<char, 64 * 1024>& buffer,
+                                 bool to_sandbox) {
   from.async_read_some(
-      net::buffer(direction.buffer),
-      [self = shared_from_this(), &from, &to, &direction, to_sandbox](
-          boost::system::error_code ec, std::size_t n) {
+      net::buffer(buffer), [self = shared_from_this(), &from, &to, &buffer, to_sandbox](
+                               boost::system::error_code ec, std::size_t n) {
         if (self->closed_) return;
         if (ec) {
-          if (ec != net::error::eof) {
-            self->close(to_sandbox ? "the browser's connection failed" : "the sandbox's side failed");
+          if (!endOfStream(ec)) {
+            self->close(to_sandbox ? "the browser's connection failed"
+                                   : "the sandbox's side failed");
             return;
           }
           boost::system::error_code ignored;
           to.shutdown(net::socket_base::shutdown_send, ignored);  // the EOF, passed on
-          self->onDirectionEnded(direction);
+          self->onSideEnded(to_sandbox);
           return;
         }
-        self->last_activity_ = Clock::now();
-        direction.bytes += n;
-        (to_sandbox ? self->context_.stats.bytes_to_sandbox
-                    : self->context_.stats.bytes_from_sandbox) += n;
-        if (!self->admission_->spend(n)) {
-          self->close("the session's preview byte budget (preview.max_mib_per_session) is spent");
-          return;
-        }
-        net::async_write(to, net::buffer(direction.buffer.data(), n),
-                         [self, &from, &to, &direction, to_sandbox](boost::system::error_code wrote,
-                                                                    std::size_t) {
+        if (!self->countBytes(n, to_sandbox)) return;
+        net::async_write(to, net::buffer(buffer.data(), n),
+                         [self, &from, &to, &buffer, to_sandbox](boost::system::error_code wrote,
+                                                                 std::size_t) {
                            if (self->closed_) return;
                            if (wrote) {
                              self->close(to_sandbox ? "the sandbox's server closed"
                                                     : "the browser went away");
                              return;
                            }
-                           self->pump(from, to, direction, to_sandbox);
+                           self->relayRaw(from, to, buffer, to_sandbox);
                          });
       });
 }
 
-void PreviewConnection::onDirectionEnded(Direction& direction) {
-  direction.ended = true;
-  if (to_sandbox_.ended && from_sandbox_.ended) close("closed");
+void PreviewConnection::onSideEnded(bool to_sandbox) {
+  (to_sandbox ? up_ended_ : down_ended_) = true;
+  if (up_ended_ && down_ended_) close("closed");
 }
 
 void PreviewConnection::tick() {
@@ -248,11 +392,10 @@ void PreviewConnection::refuse(http::status status, std::string message) {
 }
 
 void PreviewConnection::answer(const Refusal& reply) {
-  if (closed_) return;
+  if (closed_ || answering_) return;
+  answering_ = true;
   outcome_ = std::to_string(static_cast<unsigned>(reply.status));
-  timer_.cancel();
   auto bytes = std::make_shared<std::string>(plainAnswer(reply));
-  relaying_ = false;
   // Bounded: a client that does not read its answer is closed at the header timeout.
   timer_.expires_after(std::chrono::milliseconds(context_.config.header_timeout_ms));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -264,6 +407,18 @@ void PreviewConnection::answer(const Refusal& reply) {
                      self->client_.shutdown(net::socket_base::shutdown_send, ignored);
                      self->close(nullptr);
                    });
+}
+
+void PreviewConnection::releaseSession() {
+  if (!use_) return;
+  (*use_)->touch();  // idle from now, not from when it opened
+  // The last reference to an ended session removes its sandbox (engine calls): never on the I/O
+  // thread, except while the listener stops (the pool no longer takes work then).
+  if (context_.stopping.load()) {
+    use_.reset();
+  } else {
+    net::post(context_.openers, [use = std::move(use_)] {});
+  }
 }
 
 void PreviewConnection::close(const char* why) {
@@ -278,13 +433,12 @@ void PreviewConnection::close(const char* why) {
   if (admission_) {
     const auto& grant = admission_->grant();
     spdlog::info("preview {} (session {}, port {}) from {}: {}; {} B in, {} B out, {} ms",
-                 shortLabel(grant.label), grant.session_id, grant.port, peer_, outcome_,
-                 to_sandbox_.bytes, from_sandbox_.bytes, ms.count());
+                 shortLabel(grant.label), grant.session_id, grant.port, peer_, outcome_, bytes_up_,
+                 bytes_down_, ms.count());
   } else {
     spdlog::debug("preview connection from {}: {}, {} ms", peer_, outcome_, ms.count());
   }
-  if (use_) (*use_)->touch();  // idle from now, not from when it opened
-  use_.reset();
+  releaseSession();
   admission_.reset();
 }
 

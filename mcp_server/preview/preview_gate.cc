@@ -63,6 +63,7 @@ PreviewGate::Decision PreviewGate::admit(http::request_header<>& head) {
   if (!grant) return notFound();
   auto session = grant->session.lock();
   if (!session) return notFound();
+  if (auto refusal = checkOrigin(head, grant->label)) return *refusal;
   if (config_.require_login) {
     if (auto answer = checkLogin(head, *grant)) return *answer;
   }
@@ -85,6 +86,30 @@ PreviewGate::Decision PreviewGate::admit(http::request_header<>& head) {
   }
   ++tally.open;
   return std::unique_ptr<Admission>(new Admission(*this, std::move(*grant), std::move(key)));
+}
+
+std::optional<Refusal> PreviewGate::checkOrigin(const http::request_header<>& head,
+                                                const std::string& label) const {
+  const auto origin = head.find(http::field::origin);
+  if (origin == head.end()) return std::nullopt;
+  const auto from = transport::subdomainLabel(std::string_view(origin->value()), config_.domain);
+  if (!from || *from == label) return std::nullopt;
+  return Refusal{http::status::forbidden,
+                 "A page of another preview may not reach this one.\n"};
+}
+
+std::optional<Refusal> PreviewGate::checkFollowing(http::request_header<>& head,
+                                                   const server::PreviewGrant& grant) {
+  if (auto refusal = checkFraming(head)) return refusal;
+  const auto label = transport::subdomainLabel(std::string_view(head[http::field::host]),
+                                               config_.domain);
+  if (!label || *label != grant.label) {
+    return Refusal{http::status::misdirected_request,
+                   "This connection belongs to another preview.\n"};
+  }
+  if (auto refusal = checkOrigin(head, grant.label)) return refusal;
+  if (config_.require_login) return checkLogin(head, grant);
+  return std::nullopt;
 }
 
 std::optional<Refusal> PreviewGate::checkLogin(http::request_header<>& head,

@@ -68,6 +68,10 @@ class PreviewGate {
   // With preview.require_login, `head` loses the login cookie before it goes on: the sandbox never
   // sees it.
   [[nodiscard]] Decision admit(http::request_header<>& head);
+  // A later request on a connection `grant` admitted: framing, the same label (else 421), a page
+  // of another preview as its Origin (403), the login cookie (taken out). nullopt: it passes.
+  [[nodiscard]] std::optional<Refusal> checkFollowing(http::request_header<>& head,
+                                                      const server::PreviewGrant& grant);
 
  private:
   struct SessionTally {
@@ -76,6 +80,9 @@ class PreviewGate {
     std::uint64_t bytes = 0;
   };
   void release(const std::string& key);
+  // A request whose Origin is another preview (a page of one session scripting another's): 403.
+  [[nodiscard]] std::optional<Refusal> checkOrigin(const http::request_header<>& head,
+                                                   const std::string& label) const;
   // preview.require_login: the login link's redirect, a refusal, or nullopt (the cookie is good
   // and was taken out of `head`).
   [[nodiscard]] std::optional<Refusal> checkLogin(http::request_header<>& head,

@@ -5,6 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -25,6 +26,7 @@ struct PreviewListener::IoState {
   net::io_context io{1};
   net::thread_pool openers{kOpenerThreads};
   tcp::acceptor acceptor{io};
+  net::steady_timer retry{io};  // after a failed accept
   // Keeps the I/O thread running until the opens under way have posted their results.
   std::optional<net::executor_work_guard<net::io_context::executor_type>> busy;
   // Every connection, to close them at stop (weak: a connection lives as long as its work).
@@ -36,7 +38,7 @@ PreviewListener::PreviewListener(const config::PreviewConfig& config,
     : config_(config), sessions_(sessions), io_(std::make_unique<IoState>()) {
   context_.reset(new PreviewContext{config, sessions,
                                     PreviewGate(config, sessions.previews()), {}, io_->io,
-                                    io_->openers});
+                                    io_->openers, {}, {false}});
 }
 
 PreviewListener::~PreviewListener() { stop(); }
@@ -90,6 +92,15 @@ void PreviewListener::accept() {
         connection->start();
       }
     }
+    if (ec) {
+      // Out of descriptors and the like: wait a little rather than spin on the error.
+      spdlog::warn("preview listener: accept failed ({}); retrying in 100 ms", ec.message());
+      io_->retry.expires_after(std::chrono::milliseconds(100));
+      io_->retry.async_wait([this](boost::system::error_code waited) {
+        if (!waited) accept();
+      });
+      return;
+    }
     accept();
   });
 }
@@ -98,10 +109,12 @@ void PreviewListener::stop() noexcept {
   if (stopped_) return;
   stopped_ = true;
   sessions_.previews().setUrlPattern({});
+  context_->stopping = true;  // queued opens do nothing; sessions are let go on the I/O thread
   if (thread_.joinable()) {
     net::post(io_->io, [this] {
       boost::system::error_code ignored;
       io_->acceptor.close(ignored);
+      io_->retry.cancel();
       for (auto& weak : io_->connections) {
         if (auto connection = weak.lock()) connection->close("the server stopped");
       }

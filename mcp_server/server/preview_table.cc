@@ -72,7 +72,7 @@ std::optional<PreviewGrant> PreviewTable::find(std::string_view label) {
   const std::lock_guard lock(mutex_);
   purgeLocked(now);
   for (const auto& grant : grants_) {
-    if (grant.label == label) return grant;
+    if (common::constantTimeEquals(grant.label, label)) return grant;
   }
   return std::nullopt;
 }
@@ -101,7 +101,7 @@ PreviewGrant* PreviewTable::findLocked(std::string_view label) {
   if (!looksLikePreviewLabel(label)) return nullptr;
   purgeLocked(now_());
   for (auto& grant : grants_) {
-    if (grant.label == label) return &grant;
+    if (common::constantTimeEquals(grant.label, label)) return &grant;
   }
   return nullptr;
 }

@@ -53,12 +53,15 @@ std::optional<Rejection> checkOriginAndHost(const http::request_header<>& reques
   const auto host = request.find(http::field::host);
   const auto origin = request.find(http::field::origin);
   if (!config.preview_domain.empty()) {
-    for (const auto field : {host, origin}) {
+    for (const auto& field : {host, origin}) {
       if (field != request.end() &&
           subdomainLabel(std::string_view(field->value()), config.preview_domain)) {
+        // The value is not echoed: a preview host holds a label, which is a capability (and
+        // this message is logged).
         return reject(http::status::forbidden,
-                      "Forbidden: '" + std::string(field->value()) +
-                          "' is a preview address (preview.domain " + config.preview_domain +
+                      std::string("Forbidden: the request's ") +
+                          (field == host ? "Host" : "Origin") +
+                          " is a preview address (under preview.domain " + config.preview_domain +
                           "); pages served from a sandbox may not call the MCP endpoint");
       }
     }

@@ -89,7 +89,7 @@ before(async () => {
     const sid = (await ok(client, 'run_code', { code: '1' })).session_id;
     await ok(client, 'upload_file', {
       session_id: sid, path: '/tmp/site.cjs',
-      content: `require('http').createServer((q, s) => { require('fs').appendFileSync('/tmp/requests', q.url + '\\n'); s.end('${name}'); }).listen(8000, '127.0.0.1');`,
+      content: `require('http').createServer((q, s) => { let n = 0; q.on('data', (d) => { n += d.length; }); q.on('end', () => { require('fs').appendFileSync('/tmp/requests', q.url + ' ' + n + '\\n'); s.end('${name}'); }); }).listen(8000, '127.0.0.1');`,
     });
     await ok(client, 'run_shell', { session_id: sid, command: '(nohup node /tmp/site.cjs >/dev/null 2>&1 &); sleep 1' });
     const { url } = await ok(client, 'expose_port', { session_id: sid, port: 8000 });
@@ -152,16 +152,36 @@ test('Host and framing tricks are refused before any sandbox; an oversized head 
   assert.deepEqual([await seen('alpha'), await seen('beta')], seenBefore);
 });
 
-test("a connection stays with its first request's session: the other label on it never reaches the other", async () => {
+test("every request on a connection is checked: another session's label on it ends the connection, never reaches the other", async () => {
   const alphaBefore = await seen('alpha');
   const betaBefore = await seen('beta');
+  // What a front that reuses upstream connections across users would send: alpha's request, then
+  // beta's on the same connection.
   const answer = await raw(
     `GET /one HTTP/1.1\r\nHost: ${sites.alpha.host}\r\n\r\n` +
     `GET /two HTTP/1.1\r\nHost: ${sites.beta.host}\r\nConnection: close\r\n\r\n`);
   const bodies = answer.split('\r\n\r\n').slice(1).map((b) => b.split('HTTP/1.1')[0]);
-  assert.deepEqual(bodies, ['alpha', 'alpha'], answer);
-  assert.equal(await seen('alpha'), alphaBefore + 2);
+  assert.deepEqual(bodies, ['alpha'], answer);
+  assert.equal(await seen('alpha'), alphaBefore + 1);
   assert.equal(await seen('beta'), betaBefore);
+
+  // A page of one preview scripting another (its Origin names another label): 403, first request
+  // or later.
+  const cross = await raw(`GET / HTTP/1.1\r\nHost: ${sites.beta.host}\r\nOrigin: http://${sites.alpha.host}\r\nConnection: close\r\n\r\n`);
+  assert.equal(status(cross), 403, cross);
+  assert.equal(await seen('beta'), betaBefore);
+
+  // Bodies go by their framing, re-chunked: a chunked upload of 3 MiB in odd pieces arrives whole
+  // and is followed by the next request on the same connection.
+  const piece = 'x'.repeat(1000003);
+  const chunked = [piece, piece, piece].map((p) => `${p.length.toString(16)}\r\n${p}\r\n`).join('') + '0\r\n\r\n';
+  const upload = await raw(
+    `POST /upload HTTP/1.1\r\nHost: ${sites.alpha.host}\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}` +
+    `GET /after HTTP/1.1\r\nHost: ${sites.alpha.host}\r\nConnection: close\r\n\r\n`, 15000);
+  assert.deepEqual(upload.split('\r\n\r\n').slice(1).map((b) => b.split('HTTP/1.1')[0]), ['alpha', 'alpha'], upload.slice(0, 300));
+  const { client, sid } = sites.alpha;
+  const log = await ok(client, 'run_shell', { session_id: sid, command: 'tail -2 /tmp/requests' });
+  assert.equal(log.stdout, '/upload 3000009\n/after 0\n');
 });
 
 test('connection floods are capped and cleared; one session cannot take the other\'s room', async () => {

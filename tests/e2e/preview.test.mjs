@@ -262,7 +262,7 @@ test('with preview.require_login a browser needs the one-time login link; a paus
       assert.ok([200, 304].includes((await page.goto(exposed.url)).status()), 'the cookie keeps working');
     });
     // The cookie never reaches the sandbox: the server there logs what it received.
-    const echo = 'import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        body = repr(self.headers.get_all("Cookie")).encode()\n        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)\nhttp.server.HTTPServer(("127.0.0.1", 8002), H).serve_forever()\n';
+    const echo = 'import http.server\nclass H(http.server.BaseHTTPRequestHandler):\n    protocol_version = "HTTP/1.1"\n    def do_GET(self):\n        body = repr(self.headers.get_all("Cookie")).encode()\n        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)\nhttp.server.HTTPServer(("127.0.0.1", 8002), H).serve_forever()\n';
     await own.callTool({ name: 'upload_file', arguments: { session_id: sid, path: '/tmp/echo.py', content: echo } });
     await own.callTool({ name: 'run_shell', arguments: { session_id: sid, command: '(nohup python3 /tmp/echo.py >/dev/null 2>&1 &) && sleep 1' } });
     const echoExposed = (await own.callTool({ name: 'expose_port', arguments: { session_id: sid, port: 8002 } })).structuredContent;
@@ -270,9 +270,17 @@ test('with preview.require_login a browser needs the one-time login link; a paus
     assert.equal(login.status, 303);
     const cookie = login.headers['set-cookie'][0].split(';')[0];
     assert.match(login.headers['set-cookie'][0], /HttpOnly/);
-    const seen = await get(echoExposed.url, { headers: { cookie: `theme=dark; ${cookie}; lang=en` } });
-    assert.equal(seen.status, 200);
-    assert.equal(seen.body, "['theme=dark; lang=en']");
+    // Two requests on one kept-alive connection: the cookie is taken out of each.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const seen = await get(echoExposed.url, { agent, headers: { cookie: `theme=dark; ${cookie}; lang=en` } });
+        assert.equal(seen.status, 200);
+        assert.equal(seen.body, "['theme=dark; lang=en']");
+      }
+    } finally {
+      agent.destroy();
+    }
     // A cookie of another exposure does not open this one.
     const other = await get(exposed.url, { headers: { cookie } });
     assert.equal(other.status, 401);
