@@ -105,7 +105,8 @@ void readPreview(ObjectReader& parent, PreviewConfig& out) {
   if (!out.public_url.empty() &&
       ((out.public_url.rfind("http://{label}.", 0) != 0 &&
         out.public_url.rfind("https://{label}.", 0) != 0) ||
-       out.public_url.find("{label}", 8) != std::string::npos || out.public_url.back() != '/' ||
+       out.public_url.find("{label}", out.public_url.find("{label}") + 1) != std::string::npos ||
+       out.public_url.back() != '/' ||
        std::count(out.public_url.begin(), out.public_url.end(), '/') != 3)) {
     ObjectReader::fail("preview.public_url",
                        "must be http(s)://{label}.<host>[:port]/ with the host under "
@@ -122,6 +123,9 @@ void readPreview(ObjectReader& parent, PreviewConfig& out) {
   }
   requireAtLeast(out.default_expires_s, 1, "preview.default_expires_s");
   requireAtLeast(out.max_expires_s, out.default_expires_s, "preview.max_expires_s");
+  if (out.max_expires_s > 10LL * 365 * 86400) {
+    ObjectReader::fail("preview.max_expires_s", "must be at most 315360000 (ten years)");
+  }
   requireAtLeast(out.max_ports_per_session, 1, "preview.max_ports_per_session");
   requireAtLeast(out.max_connections_per_session, 1, "preview.max_connections_per_session");
   requireAtLeast(out.max_connections, out.max_connections_per_session, "preview.max_connections");

@@ -70,7 +70,16 @@ PreviewConnection::PreviewConnection(PreviewContext& context, tcp::socket client
 
 PreviewConnection::~PreviewConnection() { --context_.stats.open; }
 
-void PreviewConnection::start() {
+void PreviewConnection::start(transport::ConnectionLimiter::Slot slot) {
+  slot_ = std::move(slot);
+  // Silent connections make room for new ones at the bound (slowloris from a shared address).
+  slot_.markIdle([weak = weak_from_this(), &io = context_.io] {
+    net::post(io, [weak] {
+      if (auto self = weak.lock(); self && !self->admission_) {
+        self->close("made room for a newer connection");
+      }
+    });
+  });
   timer_.expires_after(std::chrono::milliseconds(context_.config.header_timeout_ms));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec && !self->admission_) {
@@ -113,6 +122,10 @@ void PreviewConnection::onHead(boost::system::error_code ec) {
     } else {
       forwardHead();
     }
+    return;
+  }
+  if (!slot_.markBusy()) {
+    close("made room for a newer connection");
     return;
   }
   if (ec == http::error::header_limit) {

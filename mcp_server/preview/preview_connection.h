@@ -31,6 +31,7 @@
 #include "preview/preview_gate.h"
 #include "server/session.h"
 #include "server/session_registry.h"
+#include "transport/connection_limiter.h"
 
 namespace preview {
 
@@ -84,7 +85,8 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
   PreviewConnection(PreviewContext& context, tcp::socket client);
   ~PreviewConnection();
 
-  void start();
+  // `slot`: its place under preview.max_connections; reclaimable until its first head arrives.
+  void start(transport::ConnectionLimiter::Slot slot);
   // Closes both sides (listener stop); on the I/O thread.
   void close(const char* why);
   // Answers `status` with `message` and closes; on the I/O thread. Counts nothing.
@@ -127,6 +129,7 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer client_buffer_;  // bytes read from the browser, not yet parsed
   std::optional<RequestParser> parser_;      // the current request's
+  transport::ConnectionLimiter::Slot slot_;
   std::unique_ptr<PreviewGate::Admission> admission_;
   std::shared_ptr<server::SessionUse> use_;
   std::array<char, 64 * 1024> up_buffer_{};    // browser -> sandbox (bodies, then raw)

@@ -67,11 +67,14 @@ PreviewGate::Decision PreviewGate::admit(http::request_header<>& head) {
   if (config_.require_login) {
     if (auto answer = checkLogin(head, *grant)) return *answer;
   }
-  std::string key = grant->owner + "\n" + grant->session_id;
+  const std::string key = grant->owner + "\n" + grant->session_id;
   const std::lock_guard lock(mutex_);
   purgeEndedLocked();
-  auto& tally = tallies_[key];
-  if (tally.session.lock() != session) tally = SessionTally{session, 0, 0};  // a new session
+  auto& slot = tallies_[key];
+  if (!slot || slot->session.lock() != session) {
+    slot = std::make_shared<SessionTally>(SessionTally{session, 0, 0});  // a new session
+  }
+  auto& tally = *slot;
   if (tally.open >= static_cast<std::size_t>(config_.max_connections_per_session)) {
     return Refusal{http::status::service_unavailable,
                    "This session's previews have " + std::to_string(tally.open) +
@@ -85,7 +88,7 @@ PreviewGate::Decision PreviewGate::admit(http::request_header<>& head) {
                        " MiB (preview.max_mib_per_session); start a new session to go on.\n"};
   }
   ++tally.open;
-  return std::unique_ptr<Admission>(new Admission(*this, std::move(*grant), std::move(key)));
+  return std::unique_ptr<Admission>(new Admission(*this, std::move(*grant), slot));
 }
 
 std::optional<Refusal> PreviewGate::checkOrigin(const http::request_header<>& head,
@@ -116,6 +119,9 @@ std::optional<Refusal> PreviewGate::checkLogin(http::request_header<>& head,
                                                const server::PreviewGrant& grant) {
   const std::string_view target = head.target();
   if (target.substr(0, target.find('?')) == server::kPreviewLoginPath) {
+    if (head.method() != http::verb::get) {  // a HEAD (a link checker) must not spend the code
+      return Refusal{http::status::method_not_allowed, "Open the login link with GET.\n"};
+    }
     const auto at = target.find("code=");
     const auto code = at == std::string_view::npos
                           ? std::string_view()
@@ -168,24 +174,21 @@ std::optional<Refusal> PreviewGate::checkLogin(http::request_header<>& head,
 
 void PreviewGate::purgeEndedLocked() {
   std::erase_if(tallies_, [](const auto& entry) {
-    return entry.second.open == 0 && entry.second.session.expired();
+    return entry.second->open == 0 && entry.second->session.expired();
   });
 }
 
-void PreviewGate::release(const std::string& key) {
+void PreviewGate::release(SessionTally& tally) {
   const std::lock_guard lock(mutex_);
-  if (const auto it = tallies_.find(key); it != tallies_.end() && it->second.open > 0) {
-    --it->second.open;
-  }
+  if (tally.open > 0) --tally.open;
 }
 
-PreviewGate::Admission::~Admission() { gate_.release(key_); }
+PreviewGate::Admission::~Admission() { gate_.release(*tally_); }
 
 bool PreviewGate::Admission::spend(std::uint64_t bytes) {
   const std::lock_guard lock(gate_.mutex_);
-  auto& tally = gate_.tallies_[key_];
-  tally.bytes += bytes;
-  return gate_.max_bytes_per_session_ == 0 || tally.bytes <= gate_.max_bytes_per_session_;
+  tally_->bytes += bytes;
+  return gate_.max_bytes_per_session_ == 0 || tally_->bytes <= gate_.max_bytes_per_session_;
 }
 
 }  // namespace preview

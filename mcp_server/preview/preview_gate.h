@@ -54,11 +54,14 @@ class PreviewGate {
 
    private:
     friend class PreviewGate;
-    Admission(PreviewGate& gate, server::PreviewGrant grant, std::string key)
-        : gate_(gate), grant_(std::move(grant)), key_(std::move(key)) {}
+    struct Tally;
+    Admission(PreviewGate& gate, server::PreviewGrant grant, std::shared_ptr<Tally> tally)
+        : gate_(gate), grant_(std::move(grant)), tally_(std::move(tally)) {}
     PreviewGate& gate_;
     const server::PreviewGrant grant_;
-    const std::string key_;
+    // Its own session's counts: a session that comes back under the same id (a lost sandbox)
+    // starts new counts, which this admission never touches.
+    const std::shared_ptr<Tally> tally_;
   };
   using Decision = std::variant<Refusal, std::unique_ptr<Admission>>;
 
@@ -74,12 +77,8 @@ class PreviewGate {
                                                       const server::PreviewGrant& grant);
 
  private:
-  struct SessionTally {
-    std::weak_ptr<server::Session> session;
-    std::size_t open = 0;
-    std::uint64_t bytes = 0;
-  };
-  void release(const std::string& key);
+  using SessionTally = Admission::Tally;
+  void release(SessionTally& tally);
   // A request whose Origin is another preview (a page of one session scripting another's): 403.
   [[nodiscard]] std::optional<Refusal> checkOrigin(const http::request_header<>& head,
                                                    const std::string& label) const;
@@ -93,7 +92,13 @@ class PreviewGate {
   server::PreviewTable& table_;
   const std::uint64_t max_bytes_per_session_;  // 0: no bound
   std::mutex mutex_;
-  std::map<std::string, SessionTally> tallies_;  // by owner + "\n" + session id
+  std::map<std::string, std::shared_ptr<SessionTally>> tallies_;  // by owner + "\n" + session id
+};
+
+struct PreviewGate::Admission::Tally {
+  std::weak_ptr<server::Session> session;
+  std::size_t open = 0;
+  std::uint64_t bytes = 0;
 };
 
 }  // namespace preview

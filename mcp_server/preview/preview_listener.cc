@@ -27,6 +27,8 @@ struct PreviewListener::IoState {
   net::thread_pool openers{kOpenerThreads};
   tcp::acceptor acceptor{io};
   net::steady_timer retry{io};  // after a failed accept
+  // preview.max_connections, in all and per address alike (browsers on one host share theirs).
+  std::shared_ptr<transport::ConnectionLimiter> limiter;
   // Keeps the I/O thread running until the opens under way have posted their results.
   std::optional<net::executor_work_guard<net::io_context::executor_type>> busy;
   // Every connection, to close them at stop (weak: a connection lives as long as its work).
@@ -36,6 +38,8 @@ struct PreviewListener::IoState {
 PreviewListener::PreviewListener(const config::PreviewConfig& config,
                                  server::SessionRegistry& sessions)
     : config_(config), sessions_(sessions), io_(std::make_unique<IoState>()) {
+  const auto bound = static_cast<std::size_t>(config.max_connections);
+  io_->limiter = std::make_shared<transport::ConnectionLimiter>(bound, bound);
   context_.reset(new PreviewContext{config, sessions,
                                     PreviewGate(config, sessions.previews()), {}, io_->io,
                                     io_->openers, {}, {false}});
@@ -79,17 +83,21 @@ void PreviewListener::accept() {
   io_->acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !io_->acceptor.is_open()) return;
     if (!ec) {
+      boost::system::error_code peer_error;
+      const auto peer = socket.remote_endpoint(peer_error);
+      const std::string address = peer_error ? "?" : peer.address().to_string();
       auto connection = std::make_shared<PreviewConnection>(*context_, std::move(socket));
       std::erase_if(io_->connections, [](const auto& weak) { return weak.expired(); });
-      if (context_->stats.open.load() > static_cast<std::uint64_t>(config_.max_connections)) {
+      std::string refusal;
+      if (auto slot = io_->limiter->tryAcquire(address, refusal)) {
+        io_->connections.push_back(connection);
+        connection->start(std::move(*slot));
+      } else {
         ++context_->stats.refused_total;
         connection->refuse(http::status::service_unavailable,
                            "The preview listener has preview.max_connections (" +
                                std::to_string(config_.max_connections) +
-                               ") connections open; retry shortly.\n");
-      } else {
-        io_->connections.push_back(connection);
-        connection->start();
+                               ") connections open, each with a request; retry shortly.\n");
       }
     }
     if (ec) {

@@ -308,4 +308,133 @@ TEST(Config, FilesNestedPastTheJsonDepthLimitAreRefused) {
   unlink(name);
 }
 
+TEST(Config, PreviewIsOffByDefault) {
+  const auto p = config::fromJson(json::object()).preview;
+  EXPECT_FALSE(p.enabled());
+  EXPECT_EQ(p.listen, "");
+  EXPECT_EQ(p.domain, "localhost");
+  EXPECT_EQ(p.public_url, "");
+  EXPECT_EQ(p.default_expires_s, 3600);
+  EXPECT_EQ(p.max_expires_s, 86400);
+  EXPECT_EQ(p.max_ports_per_session, 8);
+  EXPECT_EQ(p.max_connections_per_session, 32);
+  EXPECT_EQ(p.max_connections, 512);
+  EXPECT_EQ(p.idle_timeout_s, 300);
+  EXPECT_EQ(p.max_mib_per_session, 0);
+  EXPECT_EQ(p.max_head_bytes, 32 * 1024);
+  EXPECT_EQ(p.header_timeout_ms, 10000);
+}
+
+TEST(Config, PreviewReadsAFullSection) {
+  const json section = {{"listen", "[::1]:8766"},
+                        {"domain", "preview.example-1.com"},
+                        {"public_url", "https://{label}.preview.example-1.com/"},
+                        {"default_expires_s", 60},
+                        {"max_expires_s", 60},
+                        {"max_ports_per_session", 1},
+                        {"max_connections_per_session", 4},
+                        {"max_connections", 4},
+                        {"idle_timeout_s", 1},
+                        {"max_mib_per_session", 100},
+                        {"max_head_bytes", 1024},
+                        {"header_timeout_ms", 100}};
+  const auto c = config::fromJson({{"preview", section}});
+  const auto& p = c.preview;
+  EXPECT_TRUE(p.enabled());
+  EXPECT_EQ(p.listen, "[::1]:8766");
+  EXPECT_EQ(p.domain, "preview.example-1.com");
+  EXPECT_EQ(p.public_url, "https://{label}.preview.example-1.com/");
+  EXPECT_EQ(p.default_expires_s, 60);
+  EXPECT_EQ(p.max_expires_s, 60);
+  EXPECT_EQ(p.max_ports_per_session, 1);
+  EXPECT_EQ(p.max_connections_per_session, 4);
+  EXPECT_EQ(p.max_connections, 4);
+  EXPECT_EQ(p.idle_timeout_s, 1);
+  EXPECT_EQ(p.max_mib_per_session, 100);
+  EXPECT_EQ(p.max_head_bytes, 1024);
+  EXPECT_EQ(p.header_timeout_ms, 100);
+  const auto written = config::toJson(c)["preview"];
+  for (const auto& [key, value] : section.items()) EXPECT_EQ(written[key], value) << key;
+  EXPECT_EQ(config::toJson(config::fromJson(config::toJson(c))), config::toJson(c));
+  for (const char* listen : {"127.0.0.1:8766", "0.0.0.0:0", "localhost:65535", "[::]:1"}) {
+    EXPECT_EQ(config::fromJson({{"preview", {{"listen", listen}}}}).preview.listen, listen);
+  }
+}
+
+TEST(Config, PreviewRefusesBadValuesNamingTheField) {
+  const std::string listen = "config: preview.listen must be host:port, e.g. 127.0.0.1:8766";
+  const std::string domain =
+      "config: preview.domain must be a lower-case domain name, e.g. localhost or "
+      "preview.example.com";
+  const std::string public_url =
+      "config: preview.public_url must be http(s)://{label}.<host>[:port]/ with the host under "
+      "preview.domain, e.g. https://{label}.preview.example.com/";
+  struct Row {
+    const char* name;
+    json section;
+    std::string error;
+  };
+  const Row rows[] = {
+      {"a port alone", {{"listen", "8766"}}, listen},
+      {"a port past 65535", {{"listen", "127.0.0.1:99999"}}, listen},
+      {"no host", {{"listen", ":8766"}}, listen},
+      {"no port", {{"listen", "127.0.0.1:"}}, listen},
+      {"a port not a number", {{"listen", "127.0.0.1:80x"}}, listen},
+      {"ipv6 without brackets", {{"listen", "::1:8766"}}, listen},
+      {"an unclosed bracket", {{"listen", "[::1:8766"}}, listen},
+      {"a URL", {{"listen", "http://127.0.0.1:8766"}}, listen},
+      {"a space in the domain", {{"domain", "Local Host"}}, domain},
+      {"an upper-case domain", {{"domain", "LOCALHOST"}}, domain},
+      {"an empty domain", {{"domain", ""}}, domain},
+      {"a leading dot", {{"domain", ".localhost"}}, domain},
+      {"a trailing dot", {{"domain", "localhost."}}, domain},
+      {"an empty label", {{"domain", "preview..example.com"}}, domain},
+      {"a port in the domain", {{"domain", "localhost:8766"}}, domain},
+      {"public_url without {label}", {{"public_url", "https://preview.example.com/"}}, public_url},
+      {"public_url with a path", {{"public_url", "https://{label}.localhost/app/"}}, public_url},
+      {"public_url on another domain",
+       {{"public_url", "https://{label}.example.com/"}},
+       "config: preview.public_url its host after {label}. must be preview.domain (localhost)"},
+      {"public_url with {label} twice",
+       {{"public_url", "https://{label}.x.com/{label}"}},
+       public_url},
+      {"public_url not http(s)", {{"public_url", "ftp://{label}.example.com/"}}, public_url},
+      {"public_url without a scheme", {{"public_url", "{label}.example.com"}}, public_url},
+      {"default_expires_s 0",
+       {{"default_expires_s", 0}},
+       "config: preview.default_expires_s must be >= 1"},
+      {"max_expires_s below default_expires_s",
+       {{"default_expires_s", 600}, {"max_expires_s", 599}},
+       "config: preview.max_expires_s must be >= 600"},
+      {"max_ports_per_session 0",
+       {{"max_ports_per_session", 0}},
+       "config: preview.max_ports_per_session must be >= 1"},
+      {"max_connections_per_session 0",
+       {{"max_connections_per_session", 0}},
+       "config: preview.max_connections_per_session must be >= 1"},
+      {"max_connections below max_connections_per_session",
+       {{"max_connections_per_session", 8}, {"max_connections", 7}},
+       "config: preview.max_connections must be >= 8"},
+      {"idle_timeout_s 0", {{"idle_timeout_s", 0}}, "config: preview.idle_timeout_s must be >= 1"},
+      {"max_mib_per_session negative",
+       {{"max_mib_per_session", -1}},
+       "config: preview.max_mib_per_session must be >= 0"},
+      {"max_head_bytes too small",
+       {{"max_head_bytes", 1023}},
+       "config: preview.max_head_bytes must be >= 1024"},
+      {"header_timeout_ms too small",
+       {{"header_timeout_ms", 99}},
+       "config: preview.header_timeout_ms must be >= 100"},
+      {"an unknown key",
+       {{"listen_addr", "127.0.0.1:8766"}},
+       "config: preview.listen_addr is not a known setting"},
+      {"a number for listen",
+       {{"listen", 8766}},
+       "config: preview.listen has the wrong type (got 8766)"},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(errorOf({{"preview", row.section}}), row.error) << row.name;
+  }
+}
+
 }  // namespace

@@ -33,6 +33,7 @@ TEST(Weakenings, EachOptInIsNamed) {
        "may mount /data read-write"},
       {{{"mcp", {{"allowlist", {"http://127.0.0.1:9000/mcp"}}}}}, "mcp.allowlist"},
       {{{"mcp", {{"sidecar", {{"mode", "process"}}}}}}, "mcp.sidecar.mode is process"},
+      {{{"preview", {{"listen", "127.0.0.1:8766"}}}}, "preview.listen is 127.0.0.1:8766"},
   };
   for (const auto& c : cases) {
     const auto lines = config::weakenings(config::fromJson(c.document));
@@ -44,6 +45,16 @@ TEST(Weakenings, EachOptInIsNamed) {
     }
     EXPECT_TRUE(named) << c.setting << " not in: " << lines.front();
   }
+}
+
+// The preview line says where previews are reached and under which domain their links are.
+TEST(Weakenings, PreviewListenNamesItsAddressAndDomain) {
+  const auto lines = config::weakenings(config::fromJson(
+      {{"preview", {{"listen", "0.0.0.0:8766"}, {"domain", "preview.example.com"}}}}));
+  ASSERT_EQ(lines.size(), 1U);
+  EXPECT_EQ(lines[0].rfind("WEAKENED: preview.listen is 0.0.0.0:8766: ", 0), 0U) << lines[0];
+  EXPECT_NE(lines[0].find("expose_port"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("<label>.preview.example.com"), std::string::npos) << lines[0];
 }
 
 }  // namespace

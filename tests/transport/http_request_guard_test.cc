@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/beast/http/message.hpp>
+#include <string>
+#include <vector>
 
 #include "transport/origin_check.h"
 
@@ -138,6 +140,62 @@ TEST(Unit, GuardAuthenticatesEachTokenAsItsPrincipal) {
   EXPECT_FALSE(as("Bearer " + std::string(32, 'd'))->from_tokens_file);
   auto refused = post();
   EXPECT_EQ(statusOf(refused, cfg), http::status::unauthorized);
+}
+
+// With previews on, a Host or Origin under preview.domain is sandbox content in a browser: it never
+// reaches the MCP endpoint, whatever the Origin allowlist, the token or the loopback check say.
+TEST(Unit, GuardRefusesPreviewHostsAndOrigins) {
+  const std::string label = "0123456789abcdef0123456789abcdef";
+  auto cfg = config("tok");
+  cfg.preview_domain = "localhost";
+  cfg.allowed_origins.push_back("http://" + label + ".localhost:8766");
+  struct Row {
+    const char* name;
+    std::string host;
+    std::string origin;  // empty: none sent
+    bool preview;        // refused as a preview address
+  };
+  const std::vector<Row> rows = {
+      {"a preview origin", "localhost:8080", "http://" + label + ".localhost:8766", true},
+      {"a preview origin in upper case", "localhost:8080", "http://" + label + ".LOCALHOST:8766",
+       true},
+      {"a preview host", "x.localhost:8080", "", true},
+      {"a preview host with a trailing dot", label + ".localhost.:8080", "", true},
+      {"a nested preview host", "a.b.localhost", "", true},
+      {"the domain itself", "localhost:8080", "", false},
+      {"the domain itself as the origin", "localhost:8080", "http://localhost:8766", false},
+      {"loopback address", "127.0.0.1:8080", "http://127.0.0.1:3000", false},
+  };
+  for (const auto& row : rows) {
+    auto request = post();
+    request.set(http::field::host, row.host);
+    if (!row.origin.empty()) request.set(http::field::origin, row.origin);
+    request.set(http::field::authorization, "Bearer tok");
+    const auto rejection = transport::checkRequest(request, cfg);
+    if (!row.preview) {
+      EXPECT_FALSE(rejection) << row.name << ": " << rejection->message;
+      continue;
+    }
+    ASSERT_TRUE(rejection) << row.name;
+    EXPECT_EQ(rejection->status, http::status::forbidden) << row.name;
+    EXPECT_NE(rejection->message.find("preview"), std::string::npos)
+        << row.name << ": " << rejection->message;
+  }
+
+  // Off (no preview.domain), the same origin is whatever its allowlist says.
+  cfg.preview_domain.clear();
+  auto allowed = post();
+  allowed.set(http::field::origin, "http://" + label + ".localhost:8766");
+  allowed.set(http::field::authorization, "Bearer tok");
+  EXPECT_EQ(statusOf(allowed, cfg), http::status::ok);
+  // A server not bound to loopback takes any Host; with previews on, not a preview one.
+  cfg.require_loopback_host = false;
+  auto public_host = post();
+  public_host.set(http::field::host, label + ".localhost:8080");
+  public_host.set(http::field::authorization, "Bearer tok");
+  EXPECT_EQ(statusOf(public_host, cfg), http::status::ok);
+  cfg.preview_domain = "localhost";
+  EXPECT_EQ(statusOf(public_host, cfg), http::status::forbidden);
 }
 
 }  // namespace

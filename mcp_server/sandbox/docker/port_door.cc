@@ -18,11 +18,12 @@
 namespace sandbox::docker {
 namespace {
 
-// The agent's connection plus a few that sandbox code may race in first.
-constexpr int kMaxAttempts = 8;
-constexpr int kBacklog = 8;
-// The agent writes its token right after connecting; a peer that says nothing is dropped sooner.
-constexpr std::chrono::milliseconds kTokenWait{500};
+// The agent's connection plus those sandbox code may race in first (it can list the directory).
+constexpr int kMaxAttempts = 16;
+constexpr int kBacklog = 16;
+// The agent wrote its token before it answered the open, so its bytes are there when it is
+// accepted: a racer that says nothing costs this much at most.
+constexpr std::chrono::milliseconds kTokenWait{100};
 
 }  // namespace
 
