@@ -92,8 +92,7 @@ void registerPreviewMetrics(metrics::Registry& registry, const preview::PreviewS
           "Bytes browsers sent to sandboxes through previews.", stats.bytes_to_sandbox);
   counter("sandbox_mcp_preview_bytes_from_sandbox_total",
           "Bytes sandboxes sent to browsers through previews.", stats.bytes_from_sandbox);
-  registry.gaugeCallback("sandbox_mcp_preview_connections_open",
-                         "Preview connections open now.",
+  registry.gaugeCallback("sandbox_mcp_preview_connections_open", "Preview connections open now.",
                          [&stats] { return static_cast<double>(stats.open.load()); });
 }
 

@@ -320,7 +320,7 @@ struct PreviewConfig {
   // Bytes one session's previews may move (both directions, over the session's life). 0: no bound.
   std::int64_t max_mib_per_session = 0;
   // A request's head (request line and fields) larger than this gets 431.
-  std::int64_t max_head_bytes = 32 * 1024;
+  std::int64_t max_head_bytes = 32LL * 1024;
   std::int64_t header_timeout_ms = 10000;  // for the first request's head
   // Besides the link, a browser must hold a cookie that only a one-time login link sets
   // (expose_port's login_url, minted for a caller the MCP endpoint authenticated): a URL that

@@ -1,7 +1,7 @@
 // Config sections for the transports clients connect through: http, stdio.
-#include "config/sections.h"
-
 #include <algorithm>
+
+#include "config/sections.h"
 
 namespace config {
 

@@ -93,10 +93,9 @@ void PreviewConnection::readHead() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(context_.config.max_head_bytes));
   parser_->body_limit(boost::none);  // bodies stream through; the session's byte budget counts
-  http::async_read_header(client_, client_buffer_, *parser_,
-                          [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-                            self->onHead(ec);
-                          });
+  http::async_read_header(
+      client_, client_buffer_, *parser_,
+      [self = shared_from_this()](boost::system::error_code ec, std::size_t) { self->onHead(ec); });
 }
 
 void PreviewConnection::onHead(boost::system::error_code ec) {
@@ -108,8 +107,8 @@ void PreviewConnection::onHead(boost::system::error_code ec) {
       onSideEnded(true);
     } else if (ec) {
       close("a later request was malformed");
-    } else if (auto refusal = context_.gate.checkFollowing(parser_->get().base(),
-                                                           admission_->grant())) {
+    } else if (auto refusal =
+                   context_.gate.checkFollowing(parser_->get().base(), admission_->grant())) {
       // Answers of the sandbox to earlier requests may be on their way: no answer of the
       // listener's own can follow them. The request goes nowhere; the browser reads what the
       // sandbox still sends, then the end.
@@ -253,30 +252,30 @@ void PreviewConnection::readBody() {
   auto& body = parser_->get().body();
   body.data = up_buffer_.data();
   body.size = up_buffer_.size();
-  http::async_read_some(
-      client_, client_buffer_, *parser_,
-      [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
-        if (self->closed_) return;
-        if (ec && ec != http::error::need_buffer) {
-          self->close(endOfStream(ec) ? "the browser closed within a request body"
-                                      : "a request body was malformed");
-          return;
-        }
-        const std::size_t got = self->up_buffer_.size() - self->parser_->get().body().size;
-        if (got == 0) {
-          self->readBody();
-          return;
-        }
-        auto piece = std::make_shared<std::string>();
-        if (self->chunked_) {
-          char size[20];
-          std::snprintf(size, sizeof size, "%zx\r\n", got);
-          piece->append(size);
-        }
-        piece->append(self->up_buffer_.data(), got);
-        if (self->chunked_) piece->append("\r\n");
-        self->toSandbox(std::move(piece), [raw = self.get()] { raw->readBody(); });
-      });
+  http::async_read_some(client_, client_buffer_, *parser_,
+                        [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                          if (self->closed_) return;
+                          if (ec && ec != http::error::need_buffer) {
+                            self->close(endOfStream(ec) ? "the browser closed within a request body"
+                                                        : "a request body was malformed");
+                            return;
+                          }
+                          const std::size_t got =
+                              self->up_buffer_.size() - self->parser_->get().body().size;
+                          if (got == 0) {
+                            self->readBody();
+                            return;
+                          }
+                          auto piece = std::make_shared<std::string>();
+                          if (self->chunked_) {
+                            char size[20];
+                            std::snprintf(size, sizeof size, "%zx\r\n", got);
+                            piece->append(size);
+                          }
+                          piece->append(self->up_buffer_.data(), got);
+                          if (self->chunked_) piece->append("\r\n");
+                          self->toSandbox(piece, [raw = self.get()] { raw->readBody(); });
+                        });
 }
 
 void PreviewConnection::onRequestDone() {
@@ -287,10 +286,10 @@ void PreviewConnection::onRequestDone() {
     }
     // An upgrade (a WebSocket): from here on bytes go as they come, those already read first.
     const auto rest = client_buffer_.data();
-    auto leftover = std::make_shared<std::string>(static_cast<const char*>(rest.data()),
-                                                  rest.size());
+    auto leftover =
+        std::make_shared<std::string>(static_cast<const char*>(rest.data()), rest.size());
     client_buffer_.consume(rest.size());
-    toSandbox(std::move(leftover), [this] { relayRaw(client_, sandbox_, up_buffer_, true); });
+    toSandbox(leftover, [this] { relayRaw(client_, sandbox_, up_buffer_, true); });
   };
   if (chunked_) {
     toSandbox(std::make_shared<std::string>("0\r\n\r\n"), next);  // trailers are not relayed
@@ -299,7 +298,8 @@ void PreviewConnection::onRequestDone() {
   }
 }
 
-void PreviewConnection::toSandbox(std::shared_ptr<std::string> bytes, std::function<void()> next) {
+void PreviewConnection::toSandbox(const std::shared_ptr<std::string>& bytes,
+                                  std::function<void()> next) {
   if (bytes->empty()) {
     next();
     return;
@@ -329,36 +329,33 @@ bool PreviewConnection::countBytes(std::size_t n, bool to_sandbox) {
 }
 
 template <typename From, typename To>
-void PreviewConnection::relayRaw(From& from, To& to, std::array<char, 64 * 1024>& buffer,
-                                 bool to_sandbox) {
-  from.async_read_some(
-      net::buffer(buffer), [self = shared_from_this(), &from, &to, &buffer, to_sandbox](
-                               boost::system::error_code ec, std::size_t n) {
-        if (self->closed_) return;
-        if (ec) {
-          if (!endOfStream(ec)) {
-            self->close(to_sandbox ? "the browser's connection failed"
-                                   : "the sandbox's side failed");
+void PreviewConnection::relayRaw(From& from, To& to, RelayBuffer& buffer, bool to_sandbox) {
+  from.async_read_some(net::buffer(buffer), [self = shared_from_this(), &from, &to, &buffer,
+                                             to_sandbox](boost::system::error_code ec,
+                                                         std::size_t n) {
+    if (self->closed_) return;
+    if (ec) {
+      if (!endOfStream(ec)) {
+        self->close(to_sandbox ? "the browser's connection failed" : "the sandbox's side failed");
+        return;
+      }
+      boost::system::error_code ignored;
+      to.shutdown(net::socket_base::shutdown_send, ignored);  // the EOF, passed on
+      self->onSideEnded(to_sandbox);
+      return;
+    }
+    if (!self->countBytes(n, to_sandbox)) return;
+    net::async_write(
+        to, net::buffer(buffer.data(), n),
+        [self, &from, &to, &buffer, to_sandbox](boost::system::error_code wrote, std::size_t) {
+          if (self->closed_) return;
+          if (wrote) {
+            self->close(to_sandbox ? "the sandbox's server closed" : "the browser went away");
             return;
           }
-          boost::system::error_code ignored;
-          to.shutdown(net::socket_base::shutdown_send, ignored);  // the EOF, passed on
-          self->onSideEnded(to_sandbox);
-          return;
-        }
-        if (!self->countBytes(n, to_sandbox)) return;
-        net::async_write(to, net::buffer(buffer.data(), n),
-                         [self, &from, &to, &buffer, to_sandbox](boost::system::error_code wrote,
-                                                                 std::size_t) {
-                           if (self->closed_) return;
-                           if (wrote) {
-                             self->close(to_sandbox ? "the sandbox's server closed"
-                                                    : "the browser went away");
-                             return;
-                           }
-                           self->relayRaw(from, to, buffer, to_sandbox);
-                         });
-      });
+          self->relayRaw(from, to, buffer, to_sandbox);
+        });
+  });
 }
 
 void PreviewConnection::onSideEnded(bool to_sandbox) {
@@ -391,10 +388,9 @@ bool PreviewConnection::grantLive() const {
   const auto& grant = admission_->grant();
   if (!context_.sessions.previews().find(grant.label)) return false;
   try {
-    return context_.sessions.find(grant.owner, grant.session_id,
-                                  server::SessionRegistry::IfStarting::kRefuse,
-                                  server::SessionRegistry::IfPaused::kLeave) ==
-           grant.session.lock();
+    return context_.sessions.find(
+               grant.owner, grant.session_id, server::SessionRegistry::IfStarting::kRefuse,
+               server::SessionRegistry::IfPaused::kLeave) == grant.session.lock();
   } catch (const std::exception&) {
     return false;  // ended or lost
   }

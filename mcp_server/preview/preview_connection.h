@@ -38,8 +38,9 @@ namespace preview {
 // Counters the listener keeps for /metrics. Thread-safe.
 struct PreviewStats {
   std::atomic<std::uint64_t> connections_total{0};  // accepted
-  std::atomic<std::uint64_t> refused_total{0};  // the head refused (PreviewGate): no sandbox touched
-  std::atomic<std::uint64_t> failed_total{0};   // the sandbox's port could not be opened
+  std::atomic<std::uint64_t> refused_total{
+      0};                                      // the head refused (PreviewGate): no sandbox touched
+  std::atomic<std::uint64_t> failed_total{0};  // the sandbox's port could not be opened
   std::atomic<std::uint64_t> open{0};
   std::atomic<std::uint64_t> bytes_to_sandbox{0};
   std::atomic<std::uint64_t> bytes_from_sandbox{0};
@@ -99,6 +100,7 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
 
  private:
   using RequestParser = boost::beast::http::request_parser<boost::beast::http::buffer_body>;
+  using RelayBuffer = std::array<char, std::size_t{64} * 1024>;
 
   void readHead();
   void onHead(boost::system::error_code ec);
@@ -112,9 +114,9 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
   void readBody();
   void onRequestDone();
   // Writes `bytes` to the sandbox, then calls `next`.
-  void toSandbox(std::shared_ptr<std::string> bytes, std::function<void()> next);
+  void toSandbox(const std::shared_ptr<std::string>& bytes, std::function<void()> next);
   template <typename From, typename To>
-  void relayRaw(From& from, To& to, std::array<char, 64 * 1024>& buffer, bool to_sandbox);
+  void relayRaw(From& from, To& to, RelayBuffer& buffer, bool to_sandbox);
   void onSideEnded(bool to_sandbox);
   void tick();
   [[nodiscard]] bool grantLive() const;
@@ -132,8 +134,8 @@ class PreviewConnection : public std::enable_shared_from_this<PreviewConnection>
   transport::ConnectionLimiter::Slot slot_;
   std::unique_ptr<PreviewGate::Admission> admission_;
   std::shared_ptr<server::SessionUse> use_;
-  std::array<char, 64 * 1024> up_buffer_{};    // browser -> sandbox (bodies, then raw)
-  std::array<char, 64 * 1024> down_buffer_{};  // sandbox -> browser
+  RelayBuffer up_buffer_{};    // browser -> sandbox (bodies, then raw)
+  RelayBuffer down_buffer_{};  // sandbox -> browser
   std::uint64_t bytes_up_ = 0;
   std::uint64_t bytes_down_ = 0;
   bool up_ended_ = false;

@@ -29,8 +29,8 @@ std::optional<Refusal> checkFraming(const http::request_header<>& head) {
     return Refusal{http::status::bad_request,
                    "A request may not carry both Content-Length and Transfer-Encoding.\n"};
   }
-  if (encodings > 1 || (encodings == 1 && !boost::beast::iequals(
-                                              head[http::field::transfer_encoding], "chunked"))) {
+  if (encodings > 1 ||
+      (encodings == 1 && !boost::beast::iequals(head[http::field::transfer_encoding], "chunked"))) {
     return Refusal{http::status::not_implemented,
                    "Only \"Transfer-Encoding: chunked\" is relayed to a preview.\n"};
   }
@@ -52,12 +52,12 @@ PreviewGate::PreviewGate(const config::PreviewConfig& config, server::PreviewTab
 
 PreviewGate::Decision PreviewGate::admit(http::request_header<>& head) {
   if (auto refusal = checkFraming(head)) return *refusal;
-  const auto label = transport::subdomainLabel(std::string_view(head[http::field::host]),
-                                               config_.domain);
+  const auto label =
+      transport::subdomainLabel(std::string_view(head[http::field::host]), config_.domain);
   if (!label) {
     return Refusal{http::status::not_found,
-                   "This is the preview listener: open a preview link (<label>." +
-                       config_.domain + "), as expose_port gives it.\n"};
+                   "This is the preview listener: open a preview link (<label>." + config_.domain +
+                       "), as expose_port gives it.\n"};
   }
   auto grant = table_.find(*label);
   if (!grant) return notFound();
@@ -97,15 +97,14 @@ std::optional<Refusal> PreviewGate::checkOrigin(const http::request_header<>& he
   if (origin == head.end()) return std::nullopt;
   const auto from = transport::subdomainLabel(std::string_view(origin->value()), config_.domain);
   if (!from || *from == label) return std::nullopt;
-  return Refusal{http::status::forbidden,
-                 "A page of another preview may not reach this one.\n"};
+  return Refusal{http::status::forbidden, "A page of another preview may not reach this one.\n"};
 }
 
 std::optional<Refusal> PreviewGate::checkFollowing(http::request_header<>& head,
                                                    const server::PreviewGrant& grant) {
   if (auto refusal = checkFraming(head)) return refusal;
-  const auto label = transport::subdomainLabel(std::string_view(head[http::field::host]),
-                                               config_.domain);
+  const auto label =
+      transport::subdomainLabel(std::string_view(head[http::field::host]), config_.domain);
   if (!label || *label != grant.label) {
     return Refusal{http::status::misdirected_request,
                    "This connection belongs to another preview.\n"};

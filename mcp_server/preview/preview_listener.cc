@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <optional>
@@ -40,9 +40,14 @@ PreviewListener::PreviewListener(const config::PreviewConfig& config,
     : config_(config), sessions_(sessions), io_(std::make_unique<IoState>()) {
   const auto bound = static_cast<std::size_t>(config.max_connections);
   io_->limiter = std::make_shared<transport::ConnectionLimiter>(bound, bound);
-  context_.reset(new PreviewContext{config, sessions,
-                                    PreviewGate(config, sessions.previews()), {}, io_->io,
-                                    io_->openers, {}, {false}});
+  context_.reset(new PreviewContext{config,
+                                    sessions,
+                                    PreviewGate(config, sessions.previews()),
+                                    {},
+                                    io_->io,
+                                    io_->openers,
+                                    {},
+                                    {false}});
 }
 
 PreviewListener::~PreviewListener() { stop(); }

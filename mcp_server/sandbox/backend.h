@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/cancel_token.h"
-#include "common/unique_fd.h"
 #include "common/rich_output.h"
+#include "common/unique_fd.h"
 #include "protocol/agent_protocol.h"
 #include "sandbox/build_file.h"
 #include "sandbox/image_policy.h"

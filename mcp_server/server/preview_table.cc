@@ -53,8 +53,8 @@ std::optional<PreviewGrant> PreviewTable::expose(const std::shared_ptr<Session>&
     ++others;
   }
   if (others >= max_ports) return std::nullopt;
-  PreviewGrant grant{common::randomHex(16), session->owner(), session->id(), session, port,
-                     now + ttl, {}, {}};
+  PreviewGrant grant{
+      common::randomHex(16), session->owner(), session->id(), session, port, now + ttl, {}, {}};
   grants_.push_back(grant);
   return grant;
 }
@@ -145,9 +145,9 @@ bool PreviewTable::cookieValid(const std::string& label, std::string_view cookie
 }
 
 bool looksLikePreviewLabel(std::string_view label) noexcept {
-  return label.size() == 32 &&
-         std::all_of(label.begin(), label.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return label.size() == 32 && std::all_of(label.begin(), label.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 }  // namespace server

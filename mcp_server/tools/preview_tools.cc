@@ -80,68 +80,68 @@ Tool makeExposePortTool(const config::ServerConfig& config) {
          {"expires_in_s", {{"type", "integer"}}},
          {"login_url",
           {{"type", "string"},
-           {"description", "with preview.require_login: a one-time link that lets a browser in"}}}}},
+           {"description",
+            "with preview.require_login: a one-time link that lets a browser in"}}}}},
        {"required", {"session_id", "port", "url", "expires_at", "expires_in_s"}}},
       {{"readOnlyHint", false},
        {"destructiveHint", false},
        {"idempotentHint", true},
        {"openWorldHint", true}}};
-  return Tool{std::move(spec), [&config, &preview](const json& arguments, ToolContext& ctx) {
-                auto& previews = ctx.sessions.previews();
-                if (!previews.enabled()) {
-                  return ToolResult::failure(
-                      "Previews are off on this server: the operator turns them on with "
-                      "preview.listen (e.g. \"127.0.0.1:8766\").");
-                }
-                const auto port = arguments.at("port").get<std::uint16_t>();
-                if (config.egress.enabled && port == config.egress.proxy_port) {
-                  return ToolResult::failure(
-                      "Port " + std::to_string(port) +
-                      " is the sandbox's egress proxy (egress.proxy_port), not a server of the "
-                      "session's: it cannot be exposed. Expose the port your server listens on.");
-                }
-                const std::int64_t expires_s =
-                    arguments.value("expires_s", preview.default_expires_s);
-                auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"),
-                                                 server::SessionRegistry::IfStarting::kWait,
-                                                 server::SessionRegistry::IfPaused::kLeave);
-                const auto grant =
-                    previews.expose(session, port, std::chrono::seconds(expires_s),
-                                    static_cast<std::size_t>(preview.max_ports_per_session));
-                if (!grant) {
-                  return ToolResult::failure(
-                      "Session " + session->id() + " already exposes " +
-                      std::to_string(preview.max_ports_per_session) +
-                      " ports (preview.max_ports_per_session): end one with unexpose_port first.");
-                }
-                const auto url = previews.urlOf(grant->label);
-                ToolResult out;
-                out.structured = {{"session_id", session->id()},
-                                  {"port", port},
-                                  {"url", url},
-                                  {"expires_at", isoTime(grant->expires_at)},
-                                  {"expires_in_s", expires_s}};
-                out.text = "Port " + std::to_string(port) + " of session " + session->id() +
-                           " is at " + url + " until " + isoTime(grant->expires_at) + ".";
-                if (preview.require_login) {
-                  const auto code = previews.mintLoginCode(grant->label);
-                  if (!code) return ToolResult::failure("The exposure ended meanwhile; retry.");
-                  // The URL ends with "/"; the login path starts with one.
-                  const std::string login_url = url.substr(0, url.size() - 1) +
-                                                std::string(server::kPreviewLoginPath) + "?code=" + *code;
-                  out.structured["login_url"] = login_url;
-                  out.text += " Open " + login_url +
-                              " in the browser first: it works once, within " +
-                              std::to_string(server::PreviewTable::kLoginCodeLife.count()) +
-                              " s, and lets that browser in (the URL alone answers 401). "
-                              "Call expose_port again for another login link.";
-                } else {
-                  out.text += " Anyone with this URL can open it.";
-                }
-                out.text += " unexpose_port ends it. If nothing listens on the port yet, the page "
-                            "says so until it does.";
-                return out;
-              }};
+  return Tool{
+      std::move(spec), [&config, &preview](const json& arguments, ToolContext& ctx) {
+        auto& previews = ctx.sessions.previews();
+        if (!previews.enabled()) {
+          return ToolResult::failure(
+              "Previews are off on this server: the operator turns them on with "
+              "preview.listen (e.g. \"127.0.0.1:8766\").");
+        }
+        const auto port = arguments.at("port").get<std::uint16_t>();
+        if (config.egress.enabled && port == config.egress.proxy_port) {
+          return ToolResult::failure(
+              "Port " + std::to_string(port) +
+              " is the sandbox's egress proxy (egress.proxy_port), not a server of the "
+              "session's: it cannot be exposed. Expose the port your server listens on.");
+        }
+        const std::int64_t expires_s = arguments.value("expires_s", preview.default_expires_s);
+        auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"),
+                                         server::SessionRegistry::IfStarting::kWait,
+                                         server::SessionRegistry::IfPaused::kLeave);
+        const auto grant = previews.expose(session, port, std::chrono::seconds(expires_s),
+                                           static_cast<std::size_t>(preview.max_ports_per_session));
+        if (!grant) {
+          return ToolResult::failure(
+              "Session " + session->id() + " already exposes " +
+              std::to_string(preview.max_ports_per_session) +
+              " ports (preview.max_ports_per_session): end one with unexpose_port first.");
+        }
+        const auto url = previews.urlOf(grant->label);
+        ToolResult out;
+        out.structured = {{"session_id", session->id()},
+                          {"port", port},
+                          {"url", url},
+                          {"expires_at", isoTime(grant->expires_at)},
+                          {"expires_in_s", expires_s}};
+        out.text = "Port " + std::to_string(port) + " of session " + session->id() + " is at " +
+                   url + " until " + isoTime(grant->expires_at) + ".";
+        if (preview.require_login) {
+          const auto code = previews.mintLoginCode(grant->label);
+          if (!code) return ToolResult::failure("The exposure ended meanwhile; retry.");
+          // The URL ends with "/"; the login path starts with one.
+          const std::string login_url = url.substr(0, url.size() - 1) +
+                                        std::string(server::kPreviewLoginPath) + "?code=" + *code;
+          out.structured["login_url"] = login_url;
+          out.text += " Open " + login_url + " in the browser first: it works once, within " +
+                      std::to_string(server::PreviewTable::kLoginCodeLife.count()) +
+                      " s, and lets that browser in (the URL alone answers 401). "
+                      "Call expose_port again for another login link.";
+        } else {
+          out.text += " Anyone with this URL can open it.";
+        }
+        out.text +=
+            " unexpose_port ends it. If nothing listens on the port yet, the page "
+            "says so until it does.";
+        return out;
+      }};
 }
 
 Tool makeUnexposePortTool() {
@@ -166,23 +166,24 @@ Tool makeUnexposePortTool() {
        {"destructiveHint", true},
        {"idempotentHint", true},
        {"openWorldHint", false}}};
-  return Tool{std::move(spec), [](const json& arguments, ToolContext& ctx) {
-                const auto port = arguments.at("port").get<std::uint16_t>();
-                auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"),
-                                                 server::SessionRegistry::IfStarting::kWait,
-                                                 server::SessionRegistry::IfPaused::kLeave);
-                if (!ctx.sessions.previews().unexpose(*session, port)) {
-                  return ToolResult::failure("Port " + std::to_string(port) + " of session " +
-                                             session->id() +
-                                             " is not exposed (or its URL expired): nothing to "
-                                             "end. get_session_stats lists what it exposes.");
-                }
-                ToolResult out;
-                out.structured = {{"status", "success"}, {"session_id", session->id()}, {"port", port}};
-                out.text = "port " + std::to_string(port) + " of session " + session->id() +
-                           " is no longer exposed";
-                return out;
-              }};
+  return Tool{
+      std::move(spec), [](const json& arguments, ToolContext& ctx) {
+        const auto port = arguments.at("port").get<std::uint16_t>();
+        auto session = ctx.sessions.find(ctx.caller.owner, arguments.at("session_id"),
+                                         server::SessionRegistry::IfStarting::kWait,
+                                         server::SessionRegistry::IfPaused::kLeave);
+        if (!ctx.sessions.previews().unexpose(*session, port)) {
+          return ToolResult::failure("Port " + std::to_string(port) + " of session " +
+                                     session->id() +
+                                     " is not exposed (or its URL expired): nothing to "
+                                     "end. get_session_stats lists what it exposes.");
+        }
+        ToolResult out;
+        out.structured = {{"status", "success"}, {"session_id", session->id()}, {"port", port}};
+        out.text = "port " + std::to_string(port) + " of session " + session->id() +
+                   " is no longer exposed";
+        return out;
+      }};
 }
 
 }  // namespace tools

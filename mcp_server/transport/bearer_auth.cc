@@ -1,9 +1,9 @@
 #include "transport/bearer_auth.h"
 
-#include "common/constant_time.h"
-
 #include <cctype>
 #include <cstddef>
+
+#include "common/constant_time.h"
 
 namespace transport {
 

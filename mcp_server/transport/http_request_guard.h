@@ -26,7 +26,7 @@ struct RequestGuardConfig {
   std::string token;  // principal "default"; with principal_tokens empty too: none required
   std::vector<PrincipalToken> principal_tokens;
   std::vector<std::string> allowed_origins;
-  bool require_loopback_host = true;   // set when bound to a loopback address
+  bool require_loopback_host = true;  // set when bound to a loopback address
   // preview.domain while previews are on: a Host or Origin under it is a preview page (sandbox
   // content in the user's browser) and never reaches the MCP endpoint, whatever the allowlist.
   std::string preview_domain;

@@ -36,8 +36,8 @@ struct OriginParts {
 [[nodiscard]] bool isLoopbackHostHeader(std::string_view host);
 
 // What a host strictly under `domain` puts before it ("abc" for "abc.localhost:8766" under
-// "localhost", "x.abc" for "x.abc.localhost"), lower-cased; nullopt when the host is not under it, or is `domain` itself.
-// `host_or_origin`: a Host header or an Origin ("scheme://host[:port]").
+// "localhost", "x.abc" for "x.abc.localhost"), lower-cased; nullopt when the host is not under it,
+// or is `domain` itself. `host_or_origin`: a Host header or an Origin ("scheme://host[:port]").
 [[nodiscard]] std::optional<std::string> subdomainLabel(std::string_view host_or_origin,
                                                         std::string_view domain);
 

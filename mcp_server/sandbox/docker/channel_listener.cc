@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "common/constant_time.h"
 #include "common/frame.h"
 #include "common/random_id.h"
 #include "sandbox/backend.h"
-#include "common/constant_time.h"
 #include "sandbox/docker/socket_wait.h"
 #include "sandbox/log.h"
 

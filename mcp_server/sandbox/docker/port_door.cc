@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/constant_time.h"
 #include "common/random_id.h"
 #include "sandbox/backend.h"
-#include "common/constant_time.h"
 #include "sandbox/docker/socket_wait.h"
 #include "sandbox/log.h"
 
