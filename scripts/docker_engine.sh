@@ -74,7 +74,8 @@ install_gvisor() {
 #      --platform=P    gVisor's platform (how it intercepts the sandbox's system calls), P from
 #                      SANDBOX_RUNSC_PLATFORM, else SANDBOX_DEFAULT_RUNSC_PLATFORM (below). Chosen
 #                      by bench/workloads.mjs (real code: printing, numpy, files, processes), not
-#                      by `1+1`: README "Real code". kvm needs KVM that works (kvm_usable).
+#                      by `1+1`: docs/performance.md "Real code". kvm needs KVM that works
+#                      (kvm_usable).
 #  - runtimes "runsc-systrap", "runsc-ptrace" (and "runsc-kvm" where KVM works): the same
 #    with each platform, for sandbox.platform and for the benchmark to compare in one run.
 #  - runtime "runsc-build": gVisor for the RUN steps of model-supplied Dockerfiles (only used when
@@ -159,8 +160,8 @@ configure_docker() {
 # (on by default) asks for transparent huge pages there with madvise, which the kernel honours
 # only when shmem_enabled is "advise" (often "never"). Then touching fresh memory faults 2 MiB at a
 # time, not 4 KiB: 200 MB of fresh numpy memory took 1.5 s in a sandbox here, 0.1-0.5 s with it
-# (README "Real code"). It affects only mappings that ask for huge pages. Not persistent across a
-# reboot: setup and test runs set it again.
+# (docs/performance.md "Real code"). It affects only mappings that ask for huge pages. Not
+# persistent across a reboot: setup and test runs set it again.
 readonly SANDBOX_SHMEM_THP=/sys/kernel/mm/transparent_hugepage/shmem_enabled
 enable_app_huge_pages() {
   log_step "enable_app_huge_pages (${SANDBOX_SHMEM_THP})"

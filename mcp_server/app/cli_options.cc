@@ -37,7 +37,7 @@ const char* usageText() {
          "                     Claude Code launch)\n"
          "  --http HOST:PORT   serve MCP Streamable HTTP at http://HOST:PORT/mcp\n"
          "                     (loopback only unless a bearer token is configured)\n"
-         "  --config FILE      JSON configuration (see README, \"Configuration\")\n"
+         "  --config FILE      JSON configuration (see docs/configuration.md)\n"
          "  --token-file FILE  bearer token HTTP clients must send (or SANDBOX_MCP_TOKEN)\n"
          "  --tokens-file FILE principals: JSON {\"principals\": [{\"name\", \"token\",\n"
          "                     \"max_sessions\"?, \"max_concurrent_executions\"?}]}; each token\n"

@@ -271,7 +271,7 @@ struct McpConfig {
   std::int64_t audit_log_max_bytes = 64LL * 1024 * 1024;
 };
 
-// The egress gateway (README "Egress"): HTTP(S) from sandboxes to hosts the operator lists,
+// The egress gateway (docs/egress.md): HTTP(S) from sandboxes to hosts the operator lists,
 // through the session's sidecar. Off unless `enabled`; even then a session gets it only when its
 // call asks (the `egress` argument), and a call may only pick profiles and narrow.
 struct EgressConfig {

@@ -253,17 +253,17 @@ TEST(Config, HttpConnectionLimitsHaveDefaultsAndBounds) {
                config::ConfigError);
 }
 
-// README.md's "Configuration" section shows every default: it must parse, and say what the code
-// does.
-TEST(Config, ReadmeDefaultsBlockIsTheDefaults) {
-  std::ifstream readme(std::string(SANDBOX_SOURCE_DIR) + "/README.md");
-  ASSERT_TRUE(readme) << "README.md not found under " << SANDBOX_SOURCE_DIR;
-  const std::string text((std::istreambuf_iterator<char>(readme)),
-                         std::istreambuf_iterator<char>());
-  const auto section = text.find("## Configuration");
-  ASSERT_NE(section, std::string::npos);
+// docs/configuration.md's "Defaults" section shows every default: it must parse, and say what the
+// code does.
+TEST(Config, DocumentedDefaultsBlockIsTheDefaults) {
+  const std::string path = std::string(SANDBOX_SOURCE_DIR) + "/docs/configuration.md";
+  std::ifstream doc(path);
+  ASSERT_TRUE(doc) << path << " not found";
+  const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  const auto section = text.find("\n## Defaults\n");
+  ASSERT_NE(section, std::string::npos) << "no \"## Defaults\" heading in " << path;
   const auto start = text.find("```json\n", section);
-  ASSERT_NE(start, std::string::npos);
+  ASSERT_NE(start, std::string::npos) << "no ```json block after \"## Defaults\" in " << path;
   const auto end = text.find("```", start + 8);
   const json documented = json::parse(text.substr(start + 8, end - start - 8));
   const auto parsed = config::fromJson(documented);  // unknown or misspelled fields throw
