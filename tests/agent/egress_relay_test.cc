@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,16 +54,6 @@ class RelayRunner {
   std::thread thread_;
 };
 
-std::string randomBytes(std::size_t size, std::uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::string bytes(size, '\0');
-  for (std::size_t i = 0; i + 8 <= size; i += 8) {
-    const std::uint64_t word = generator();
-    std::memcpy(bytes.data() + i, &word, 8);
-  }
-  return bytes;
-}
-
 TEST(EgressRelay, RelaysBytesBothWaysIntact) {
   TempDir dir;
   const UniqueFd gateway = unixListener(dir.file("egress.sock"));
@@ -74,18 +63,8 @@ TEST(EgressRelay, RelaysBytesBothWaysIntact) {
   const std::string up = randomBytes(8 * kMiB, 1);
   const std::string down = randomBytes(8 * kMiB, 2);
 
-  std::thread client_writer([&] {
-    sendAll(client.get(), up);
-    ::shutdown(client.get(), SHUT_WR);
-  });
-  std::thread upstream_writer([&] {
-    sendAll(upstream.get(), down);
-    ::shutdown(upstream.get(), SHUT_WR);
-  });
-  const std::string at_upstream = readToEof(upstream.get());
-  const std::string at_client = readToEof(client.get());
-  client_writer.join();
-  upstream_writer.join();
+  const auto [at_upstream, at_client] =
+      egress_test::exchange(client.get(), up, upstream.get(), down);
 
   ASSERT_EQ(at_upstream.size(), up.size());
   EXPECT_TRUE(at_upstream == up) << "bytes changed on the way to the gateway";

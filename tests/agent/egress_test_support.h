@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <utility>
 
 #include "common/unique_fd.h"
 
@@ -131,6 +134,37 @@ inline std::string readToEof(int fd) {
     if (n <= 0) return all;
     all.append(buffer, static_cast<std::size_t>(n));
   }
+}
+
+// `size` bytes from a seeded generator: the same for the same seed, unlike any pattern a relay
+// could get right by accident.
+inline std::string randomBytes(std::size_t size, std::uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::string bytes(size, '\0');
+  for (std::size_t i = 0; i + 8 <= size; i += 8) {
+    const std::uint64_t word = generator();
+    std::memcpy(bytes.data() + i, &word, 8);
+  }
+  return bytes;
+}
+
+// Sends `a_sends` on `a` and `b_sends` on `b` at once, each followed by its EOF, and reads both
+// to their ends: {what `b` received, what `a` received}.
+inline std::pair<std::string, std::string> exchange(int a, const std::string& a_sends, int b,
+                                                    const std::string& b_sends) {
+  std::thread a_writer([&] {
+    sendAll(a, a_sends);
+    ::shutdown(a, SHUT_WR);
+  });
+  std::thread b_writer([&] {
+    sendAll(b, b_sends);
+    ::shutdown(b, SHUT_WR);
+  });
+  std::string at_b = readToEof(b);
+  std::string at_a = readToEof(a);
+  a_writer.join();
+  b_writer.join();
+  return {std::move(at_b), std::move(at_a)};
 }
 
 inline std::string readExactly(int fd, std::size_t size) {

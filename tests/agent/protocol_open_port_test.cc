@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +26,7 @@ using agent_test::contains;
 using agent_test::json;
 using agent_test::TempDir;
 using egress_test::acceptOne;
+using egress_test::randomBytes;
 using egress_test::readExactly;
 using egress_test::readToEof;
 using egress_test::sendAll;
@@ -91,16 +91,6 @@ class Harness {
   TcpServer server_;
 };
 
-std::string randomBytes(std::size_t size, std::uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::string bytes(size, '\0');
-  for (std::size_t i = 0; i + 8 <= size; i += 8) {
-    const std::uint64_t word = generator();
-    std::memcpy(bytes.data() + i, &word, 8);
-  }
-  return bytes;
-}
-
 TEST(OpenPort, RelaysBytesBothWaysAfterTheToken) {
   Harness harness;
   const json reply =
@@ -121,18 +111,8 @@ TEST(OpenPort, RelaysSeveralMiBEachWayIntact) {
   const std::string up = randomBytes(6 * kMiB, 1);    // browser → sandbox server
   const std::string down = randomBytes(6 * kMiB, 2);  // sandbox server → browser
 
-  std::thread host_writer([&] {
-    sendAll(preview.host.get(), up);
-    ::shutdown(preview.host.get(), SHUT_WR);
-  });
-  std::thread sandbox_writer([&] {
-    sendAll(preview.sandbox.get(), down);
-    ::shutdown(preview.sandbox.get(), SHUT_WR);
-  });
-  const std::string at_sandbox = readToEof(preview.sandbox.get());
-  const std::string at_host = readToEof(preview.host.get());
-  host_writer.join();
-  sandbox_writer.join();
+  const auto [at_sandbox, at_host] =
+      egress_test::exchange(preview.host.get(), up, preview.sandbox.get(), down);
 
   ASSERT_EQ(at_sandbox.size(), up.size());
   EXPECT_TRUE(at_sandbox == up) << "bytes changed on the way into the sandbox";
